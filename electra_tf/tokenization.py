@@ -9,13 +9,21 @@ Two implementations of one behaviour:
 """
 
 import collections
+import itertools
+import os
 import unicodedata
-from typing import Dict, List
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from absl import app, flags
+
+from electra_tf.errors import UserError, run_main
 
 MAX_CHARS_PER_WORD = 200
 
 
-def load_vocab(vocab_file: str) -> Dict[str, int]:
+def load_vocab(vocab_file: str) -> dict[str, int]:
     """Reads a vocab file (one token per line, id = line index) into an ordered dict."""
     vocab = collections.OrderedDict()
     with open(vocab_file, "r", encoding="utf-8") as f:
@@ -64,7 +72,7 @@ class BasicTokenizer:
         self.do_lower_case = do_lower_case
         self.strip_accents = strip_accents
 
-    def tokenize(self, text: str) -> List[str]:
+    def tokenize(self, text: str) -> list[str]:
         text = self._clean_text(text)
         text = self._tokenize_chinese_chars(text)
         tokens = []
@@ -82,8 +90,8 @@ class BasicTokenizer:
         return "".join(c for c in text if unicodedata.category(c) != "Mn")
 
     @staticmethod
-    def _run_split_on_punc(text: str) -> List[str]:
-        output: List[List[str]] = []
+    def _run_split_on_punc(text: str) -> list[str]:
+        output: list[list[str]] = []
         start_new_word = True
         for char in text:
             if _is_punctuation(char):
@@ -122,7 +130,7 @@ class WordpieceTokenizer:
 
     def __init__(
         self,
-        vocab: Dict[str, int],
+        vocab: dict[str, int],
         unk_token: str = "[UNK]",
         max_input_chars_per_word: int = MAX_CHARS_PER_WORD,
     ):
@@ -130,7 +138,7 @@ class WordpieceTokenizer:
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
 
-    def tokenize(self, text: str) -> List[str]:
+    def tokenize(self, text: str) -> list[str]:
         output = []
         for word in text.strip().split():
             if len(word) > self.max_input_chars_per_word:
@@ -167,18 +175,416 @@ class ReferenceTokenizer:
         self.basic_tokenizer = BasicTokenizer(do_lower_case, strip_accents)
         self.wordpiece_tokenizer = WordpieceTokenizer(self.vocab)
 
-    def tokenize(self, text: str) -> List[str]:
+    def tokenize(self, text: str) -> list[str]:
         return [
             piece
             for word in self.basic_tokenizer.tokenize(text)
             for piece in self.wordpiece_tokenizer.tokenize(word)
         ]
 
-    def convert_tokens_to_ids(self, tokens: List[str]) -> List[int]:
+    def convert_tokens_to_ids(self, tokens: list[str]) -> list[int]:
         return [self.vocab[t] for t in tokens]
 
-    def convert_ids_to_tokens(self, ids: List[int]) -> List[str]:
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
         return [self.inv_vocab[i] for i in ids]
 
-    def tokenize_to_ids(self, texts: List[str]) -> List[List[int]]:
+    def tokenize_to_ids(self, texts: list[str]) -> list[list[int]]:
         return [self.convert_tokens_to_ids(self.tokenize(t)) for t in texts]
+
+
+# ---------------------------------------------------------------------------------------------
+# tensorflow-text implementation.
+#
+# tensorflow-text's own normalisers (NFKC case folding, ICU's Unicode version, its notion of
+# control characters) do not give BERT's results, so the BasicTokenizer step is done with lookup
+# tables computed *from Python's own `str.lower`/`unicodedata`* (the reference's semantics, by
+# construction), applied per code point in the graph:
+#   row[cp] -> the code points that cp becomes (dropped, space, padded punctuation/CJK, lower-cased,
+#   NFD-decomposed), then the only context-dependent parts of the reference are done in-graph:
+#   Python's final-sigma rule of `str.lower` (U+03A3) and NFD's canonical reordering of combining
+#   marks (only observable for the few Mc marks with a non-zero combining class). Then whitespace
+#   split, words over 200 characters -> [UNK], and FastWordpieceTokenizer on the words.
+# The only Python fallback: strings that cannot be UTF-8 encoded (lone surrogates) go through
+# the reference tokenizer (see `FullTokenizer.tokenize_to_ids`).
+# ---------------------------------------------------------------------------------------------
+
+_NUM_CODEPOINTS = 0x110000
+_IDENTITY = -1  # placeholder in an expansion row: "the code point itself"
+_ROW_KEEP, _ROW_DROP, _ROW_SPACE, _ROW_PAD, _ROW_FINAL_SIGMA, _ROW_MN_SELF = 0, 1, 2, 3, 4, 5
+_CAPITAL_SIGMA = 0x3A3
+_TABLE_CACHE: dict[tuple[bool, bool], dict[str, np.ndarray]] = {}
+
+
+def _char_expansion(char: str, do_lower_case: bool, strip_accents: bool) -> str:
+    """What BasicTokenizer turns one character into, with spaces at the split points.
+
+    Combining marks (Mn) are kept here even when stripping accents: they are dropped in the graph
+    after the canonical reordering of NFD, as `_run_strip_accents` does.
+    """
+    cp = ord(char)
+    if cp == 0 or cp == 0xFFFD or _is_control(char):
+        return ""
+    if _is_whitespace(char) or char.isspace():  # U+2028/2029: str.split() splits there too
+        return " "
+    text = char
+    if do_lower_case:
+        text = text.lower()
+        if strip_accents:
+            text = unicodedata.normalize("NFD", text)
+    out = []
+    for c in text:
+        if _is_punctuation(c):
+            out.append(f" {c} ")
+        elif c.isspace():
+            out.append(" ")
+        else:
+            out.append(c)
+    out = "".join(out)
+    return f" {out} " if _is_chinese_char(cp) else out
+
+
+def _sigma_class(char: str) -> int:
+    """0: neither, 1: cased and not case-ignorable, 2: case-ignorable (for Python's Final_Sigma)."""
+    if ("" + char + "\u03a3").lower()[-1] == "\u03c2":
+        return 1
+    if ("A" + char + "\u03a3").lower()[-1] == "\u03c2":
+        return 2
+    return 0
+
+
+def _build_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndarray]:
+    """Per-code-point tables with the reference semantics (cached; ~1-2 s to build).
+
+    `row_index[cp]` selects a row of two expansion tables: `kept_*` (combining marks kept, used
+    when NFD's canonical reordering is needed) and `fast_*` (marks already dropped). `flags[cp]`:
+    bits 0-1 the final-sigma class (dropped characters are skipped, i.e. case-ignorable), bit 2
+    "its NFD has a surviving mark with a non-zero combining class" (reordering can matter).
+    """
+    key = (bool(do_lower_case), bool(strip_accents))
+    if key in _TABLE_CACHE:
+        return _TABLE_CACHE[key]
+    nfd = do_lower_case and strip_accents
+    rows: list[tuple[int, ...]] = [(_IDENTITY,), (), (32,), (32, _IDENTITY, 32), (0x3C2,), ()]
+    rows[_ROW_MN_SELF] = (_IDENTITY,)  # a combining mark itself: kept, or dropped on the fast path
+    row_ids: dict[tuple[int, ...], int] = {}
+    row_index = np.full(_NUM_CODEPOINTS, _ROW_DROP, np.int32)
+    flags = np.full(_NUM_CODEPOINTS, 2, np.int8)
+    props = np.zeros(_NUM_CODEPOINTS, np.int16)  # combining class | (is Mn) << 8
+    for cp in range(_NUM_CODEPOINTS):
+        char = chr(cp)
+        category = unicodedata.category(char)
+        if nfd:
+            props[cp] = unicodedata.combining(char) | ((category == "Mn") << 8)
+        if category[0] == "C" and cp not in (9, 10, 13):
+            continue
+        out = _char_expansion(char, do_lower_case, strip_accents)
+        if out == char:
+            row = _ROW_MN_SELF if nfd and category == "Mn" else _ROW_KEEP
+        elif out == "":
+            row = _ROW_DROP
+        elif out == " ":
+            row = _ROW_SPACE
+        elif out == f" {char} ":
+            row = _ROW_PAD
+        else:
+            values = tuple(ord(c) for c in out)
+            row = row_ids.get(values)
+            if row is None:
+                row = row_ids[values] = len(rows)
+                rows.append(values)
+        row_index[cp] = row
+        flags[cp] = _sigma_class(char) if do_lower_case and row != _ROW_SPACE else 0
+        if nfd and any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in out):
+            flags[cp] |= 4
+    if do_lower_case:
+        # Non-final capital sigma; the final form is chosen in the graph.
+        assert _char_expansion("\u03a3", True, strip_accents) == "\u03c3"
+
+    def ragged(table: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+        lengths = np.array([len(r) for r in table], np.int64)
+        values = np.array([v for r in table for v in r], np.int32)
+        return values, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+    fast = list(rows)
+    if nfd:
+        fast = [
+            tuple(v for v in r if v == _IDENTITY or unicodedata.category(chr(v)) != "Mn")
+            for r in rows
+        ]
+        fast[_ROW_MN_SELF] = ()
+    tables = {"row_index": row_index, "flags": flags, "props": props}
+    tables["kept_values"], tables["kept_splits"] = ragged(rows)
+    tables["fast_values"], tables["fast_splits"] = ragged(fast)
+    _TABLE_CACHE[key] = tables
+    return tables
+
+
+def _wordpiece_vocab_list(vocab: dict[str, int]) -> list[str]:
+    """The vocab as a list by id; ids the reference never emits become unmatchable placeholders.
+
+    (A duplicated token keeps its last id in `load_vocab`; an empty line or a bare "##" can never
+    be matched by the reference. FastWordpieceTokenizer needs unique, non-empty tokens.)
+    """
+    size = max(vocab.values()) + 1 if vocab else 0
+    tokens = [f"[electra_tf placeholder {i}]" for i in range(size)]
+    for token, index in vocab.items():
+        if token and token != "##" and not any(c.isspace() for c in token):
+            tokens[index] = token
+    return tokens
+
+
+class GraphTokenizer(tf.Module):
+    """BERT tokenization (the reference's exact ids) as TensorFlow ops, for tf.function/SavedModel.
+
+    Args:
+        vocab_file: WordPiece vocab, one token per line (id = line index); tracked as an asset.
+        do_lower_case: lower-case (and, with `strip_accents`, strip accents) like BERT uncased.
+        strip_accents: drop combining marks after NFD (only when lower-casing, as the original).
+
+    Example:
+        >>> tok = GraphTokenizer("data/vocab/vocab.txt")
+        >>> tok.tokenize(tf.constant(["Hello, world!"])).to_list()
+        [[7592, 1010, 2088, 999]]
+
+    The signature functions need `import tensorflow_text` in the process that loads them.
+    """
+
+    def __init__(
+        self,
+        vocab_file: str,
+        do_lower_case: bool = True,
+        strip_accents: bool = True,
+        unk_token: str = "[UNK]",
+        name: str | None = None,
+    ):
+        super().__init__(name=name)
+        vocab = _load_vocab_checked(vocab_file)
+        if unk_token not in vocab:
+            raise UserError(f"vocab file {vocab_file} has no {unk_token} token")
+        self.do_lower_case = bool(do_lower_case)
+        self.strip_accents = bool(strip_accents)
+        self.unk_token = unk_token
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        for key, value in _build_tables(self.do_lower_case, self.strip_accents).items():
+            setattr(self, f"_{key}", tf.Variable(value, trainable=False, name=key))
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=_wordpiece_vocab_list(vocab),
+            suffix_indicator="##",
+            max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+            token_out_type=tf.int32,
+            unknown_token=unk_token,
+            no_pretokenization=True,
+        )
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def basic_tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        """[batch] UTF-8 strings -> words after BasicTokenizer, RaggedTensor[string] [batch, (words)]."""
+        return self._basic_tokenize(strings)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        """[batch] UTF-8 strings -> WordPiece ids, RaggedTensor[int32] [batch, (tokens)]."""
+        words = self._basic_tokenize(strings)
+        flat = words.flat_values
+        too_long = tf.strings.length(flat, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        flat = tf.where(too_long, tf.constant(self.unk_token), flat)  # [UNK] -> its own id
+        pieces = self._wordpiece.tokenize(flat)
+        return words.with_flat_values(pieces).merge_dims(1, 2)
+
+    def _basic_tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        cps = tf.strings.unicode_decode(strings, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        flat_cps = cps.flat_values
+        rows = tf.gather(self._row_index, flat_cps)
+        flags = tf.cast(tf.gather(self._flags, flat_cps), tf.int32)
+        if self.do_lower_case:
+            rows = tf.cond(
+                tf.reduce_any(tf.equal(flat_cps, _CAPITAL_SIGMA)),
+                lambda: self._final_sigma(flat_cps, cps.value_rowids(), rows, flags % 4),
+                lambda: rows,
+            )
+        if self.do_lower_case and self.strip_accents:
+            chars = tf.cond(
+                tf.reduce_any(flags >= 4),
+                lambda: self._expand_with_reordering(cps, rows),
+                lambda: self._expand(cps, rows, self._fast_values, self._fast_splits),
+            )
+        else:
+            chars = self._expand(cps, rows, self._fast_values, self._fast_splits)
+        text = tf.strings.unicode_encode(chars, "UTF-8")
+        return tf.strings.split(text)
+
+    @staticmethod
+    def _expand(
+        cps: tf.RaggedTensor, rows: tf.Tensor, row_values: tf.Tensor, row_splits: tf.Tensor
+    ) -> tf.RaggedTensor:
+        """Replaces every code point by its expansion row ([batch, (chars)] -> same, new chars)."""
+        flat_cps = cps.flat_values
+        row_starts = tf.gather(row_splits, rows)
+        lengths = tf.gather(row_splits, rows + 1) - row_starts
+        ends = tf.cumsum(lengths)
+        owner = tf.repeat(tf.range(tf.size(rows, out_type=tf.int64)), lengths)
+        offset = tf.range(tf.reduce_sum(lengths)) - tf.gather(ends - lengths, owner)
+        values = tf.gather(row_values, tf.gather(row_starts, owner) + offset)
+        values = tf.where(values == _IDENTITY, tf.gather(flat_cps, owner), values)
+        splits = tf.gather(tf.concat([tf.zeros([1], tf.int64), ends], 0), cps.row_splits)
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+
+    def _expand_with_reordering(self, cps: tf.RaggedTensor, rows: tf.Tensor) -> tf.RaggedTensor:
+        """NFD with its canonical reordering (a stable sort by combining class within runs of
+        marks), then combining marks (Mn) dropped: `_run_strip_accents` on whole words."""
+        chars = self._expand(cps, rows, self._kept_values, self._kept_splits)
+        values = chars.flat_values
+        string_ids = chars.value_rowids()
+        props = tf.cast(tf.gather(self._props, values), tf.int64)
+        ccc = props % 256
+        index = tf.range(tf.size(values, out_type=tf.int64))
+        prev_ccc = tf.concat([tf.zeros([1], tf.int64), ccc[:-1]], 0)
+        prev_string = tf.concat([tf.fill([1], tf.constant(-1, tf.int64)), string_ids[:-1]], 0)
+        is_start = tf.equal(ccc, 0) | tf.equal(prev_ccc, 0) | tf.not_equal(prev_string, string_ids)
+        starts = tf.boolean_mask(index, is_start)
+        anchor = tf.gather(starts, tf.cumsum(tf.cast(is_start, tf.int64)) - 1)
+        order = tf.argsort(anchor * 256 + ccc, stable=True)
+        keep = tf.gather(props, order) < 256  # not Mn
+        values = tf.boolean_mask(tf.gather(values, order), keep)
+        string_ids = tf.boolean_mask(tf.gather(string_ids, order), keep)
+        return tf.RaggedTensor.from_value_rowids(
+            values, string_ids, nrows=chars.nrows(), validate=False
+        )
+
+    def _final_sigma(
+        self, cps: tf.Tensor, string_ids: tf.Tensor, rows: tf.Tensor, cls: tf.Tensor
+    ) -> tf.Tensor:
+        """Python's `str.lower` context rule: U+03A3 -> final sigma when preceded by a cased letter
+        and not followed by one (skipping case-ignorable and dropped characters; whitespace ends
+        the word). Only the sigma positions are examined."""
+        not_ignorable = tf.not_equal(cls, 2)
+        positions = tf.where(not_ignorable)[:, 0]  # non-ignorable positions, ascending
+        count = tf.cumsum(tf.cast(not_ignorable, tf.int64))
+        num = tf.size(positions, out_type=tf.int64)
+        sigma = tf.where(tf.equal(cps, _CAPITAL_SIGMA))[:, 0]
+        own = tf.gather(count, sigma) - 1  # positions[own] == sigma
+        sigma_string = tf.gather(string_ids, sigma)
+
+        def cased_at(k: tf.Tensor) -> tf.Tensor:
+            pos = tf.gather(positions, tf.clip_by_value(k, 0, num - 1))
+            return (
+                (k >= 0)
+                & (k < num)
+                & tf.equal(tf.gather(string_ids, pos), sigma_string)
+                & tf.equal(tf.gather(cls, pos), 1)
+            )
+
+        final = cased_at(own - 1) & ~cased_at(own + 1)
+        updates = tf.fill(tf.shape(sigma), tf.constant(_ROW_FINAL_SIGMA, rows.dtype))
+        return tf.tensor_scatter_nd_update(
+            rows, tf.boolean_mask(sigma, final)[:, None], tf.boolean_mask(updates, final)
+        )
+
+
+def _load_vocab_checked(vocab_file: str) -> dict[str, int]:
+    if not vocab_file or not os.path.isfile(vocab_file):
+        raise UserError(f"vocab file not found: {vocab_file!r}")
+    vocab = load_vocab(vocab_file)
+    if not vocab:
+        raise UserError(f"vocab file is empty: {vocab_file}")
+    return vocab
+
+
+class FullTokenizer:
+    """BERT tokenizer with the reference's exact ids, computed with tensorflow-text.
+
+    Same interface as `ReferenceTokenizer`; `tokenize_to_ids` is batched and fast.
+
+    Args:
+        vocab_file: WordPiece vocab, one token per line (id = line index).
+        do_lower_case: lower-case the text (BERT uncased).
+        strip_accents: strip accents after lower-casing (never without lower-casing).
+
+    Example:
+        >>> tok = FullTokenizer("data/vocab/vocab.txt")
+        >>> tok.tokenize("Héllo, World!")
+        ['hello', ',', 'world', '!']
+    """
+
+    batch_size = 8192
+
+    def __init__(self, vocab_file: str, do_lower_case: bool = True, strip_accents: bool = True):
+        self.vocab = _load_vocab_checked(vocab_file)
+        self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        self.do_lower_case = do_lower_case
+        self.strip_accents = strip_accents
+        self.basic_tokenizer = BasicTokenizer(do_lower_case, strip_accents)
+        self.graph_tokenizer = GraphTokenizer(vocab_file, do_lower_case, strip_accents)
+        self._reference = None
+
+    def make_graph_tokenizer(self) -> GraphTokenizer:
+        """The in-graph tokenizer (a tf.Module) for tf.function / SavedModel signatures."""
+        return self.graph_tokenizer
+
+    def tokenize(self, text: str) -> list[str]:
+        return self.convert_ids_to_tokens(self.tokenize_to_ids([text])[0])
+
+    def convert_tokens_to_ids(self, tokens: list[str]) -> list[int]:
+        return [self.vocab[t] for t in tokens]
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return [self.inv_vocab[i] for i in ids]
+
+    def tokenize_to_ids(self, texts: list[str]) -> list[list[int]]:
+        encoded, fallback = [], []
+        for i, text in enumerate(texts):
+            try:
+                encoded.append(text.encode("utf-8"))
+            except UnicodeEncodeError:  # lone surrogates: the reference path, for this string only
+                encoded.append(b"")
+                fallback.append(i)
+        result: list[list[int]] = []
+        for start in range(0, len(encoded), self.batch_size):
+            ids = self.graph_tokenizer.tokenize(
+                tf.constant(encoded[start : start + self.batch_size])
+            )
+            values = ids.flat_values.numpy().tolist()
+            splits = ids.row_splits.numpy().tolist()
+            result.extend(values[a:b] for a, b in itertools.pairwise(splits))
+        if fallback:
+            if self._reference is None:
+                self._reference = ReferenceTokenizer.__new__(ReferenceTokenizer)
+                self._reference.vocab, self._reference.inv_vocab = self.vocab, self.inv_vocab
+                self._reference.basic_tokenizer = self.basic_tokenizer
+                self._reference.wordpiece_tokenizer = WordpieceTokenizer(self.vocab)
+            for i in fallback:
+                result[i] = self._reference.tokenize_to_ids([texts[i]])[0]
+        return result
+
+
+def _define_flags() -> None:
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab file (one token per line).")
+    flags.DEFINE_string("input", None, "Text file to tokenize, one text per line.")
+    flags.DEFINE_string("output", None, "Output file: one line of space-separated ids per line.")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (BERT uncased).")
+    flags.DEFINE_bool("strip_accents", True, "Strip accents (only when lower-casing).")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+    flag_values = flags.FLAGS
+    for name in ("vocab_file", "input", "output"):
+        if not flag_values[name].value:
+            raise UserError(f"--{name} is required")
+    if not os.path.isfile(flag_values.input):
+        raise UserError(f"input file not found: {flag_values.input}")
+    tokenizer = FullTokenizer(
+        flag_values.vocab_file, flag_values.do_lower_case, flag_values.strip_accents
+    )
+    with open(flag_values.input, encoding="utf-8", errors="replace") as f:
+        lines = [line.rstrip("\n") for line in f]
+    ids = tokenizer.tokenize_to_ids(lines)
+    with open(flag_values.output, "w", encoding="utf-8") as f:
+        f.writelines(" ".join(map(str, row)) + "\n" for row in ids)
+    print(f"wrote {sum(map(len, ids))} tokens for {len(ids)} lines to {flag_values.output}")
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(lambda argv: run_main(lambda: main(argv)))

@@ -1,0 +1,297 @@
+"""Model config (BERT JSON keys), size presets, and the pretraining hyperparameters.
+
+Every pretraining default lives in `PRETRAINING_DEFAULTS`, validated on load like the original's
+`configure_pretraining.PretrainingConfig`: an unknown key is an error that lists the valid keys.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Optional
+
+from electra_tf.errors import UserError
+
+MODEL_SIZES = {
+    # hidden size, number of layers (original util/training_utils.py)
+    "small": (256, 12),
+    "base": (768, 12),
+    "large": (1024, 24),
+}
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """A transformer encoder's configuration, with the standard BERT JSON keys."""
+
+    vocab_size: int = 30522
+    embedding_size: Optional[int] = None
+    hidden_size: int = 256
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 4
+    intermediate_size: int = 1024
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        if self.embedding_size is None:
+            self.embedding_size = self.hidden_size
+        if self.hidden_size % self.num_attention_heads:
+            raise UserError(
+                f"hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+        if self.hidden_act not in ("gelu", "relu", "gelu_approximate"):
+            raise UserError(f"hidden_act {self.hidden_act!r} is not one of gelu, relu")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any], source: str = "model config") -> "ModelConfig":
+        valid = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - valid)
+        if unknown:
+            raise UserError(
+                f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(valid))}"
+            )
+        return cls(**d)
+
+    @classmethod
+    def from_json_file(cls, path: str) -> "ModelConfig":
+        d = read_json(path)
+        if "model_config" in d and isinstance(d["model_config"], dict):
+            d = d["model_config"]  # a run's config.json holds the model config under this key
+        return cls.from_dict(d, source=path)
+
+    def to_json_file(self, path: str) -> None:
+        write_json(path, self.to_dict())
+
+
+def read_json(path: str) -> Dict[str, Any]:
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: not valid JSON ({e})") from None
+
+
+def write_json(path: str, obj: Any) -> None:
+    """Writes JSON atomically (a crash never leaves a half-written file)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def get_model_config(
+    model_size: str,
+    vocab_size: int = 30522,
+    embedding_size: Optional[int] = None,
+    overrides: Optional[Dict[str, Any]] = None,
+) -> ModelConfig:
+    """The discriminator's config for a size preset, as the original's `get_bert_config`."""
+    if model_size not in MODEL_SIZES:
+        raise UserError(f"model_size {model_size!r} is not one of {', '.join(MODEL_SIZES)}")
+    hidden, layers = MODEL_SIZES[model_size]
+    args: Dict[str, Any] = {"hidden_size": hidden, "num_hidden_layers": layers}
+    args["vocab_size"] = vocab_size
+    args.update(overrides or {})
+    # heads and FFN follow the (possibly overridden) hidden size; explicit overrides still win
+    args["num_attention_heads"] = max(1, args["hidden_size"] // 64)
+    args["intermediate_size"] = 4 * args["hidden_size"]
+    args.update(overrides or {})
+    if embedding_size is not None:
+        args["embedding_size"] = embedding_size
+    return ModelConfig.from_dict(args, source="model_hparam_overrides")
+
+
+def get_generator_config(
+    disc: ModelConfig, hidden_fraction: float, layers_fraction: float = 1.0
+) -> ModelConfig:
+    """Generator = the discriminator narrowed (same depth by default), as the original."""
+    gen = dataclasses.replace(disc)
+    gen.hidden_size = int(round(disc.hidden_size * hidden_fraction))
+    gen.num_hidden_layers = int(round(disc.num_hidden_layers * layers_fraction))
+    gen.intermediate_size = 4 * gen.hidden_size
+    gen.num_attention_heads = max(1, gen.hidden_size // 64)
+    if gen.hidden_size < 1 or gen.num_hidden_layers < 1:
+        raise UserError(
+            f"generator_hidden_size {hidden_fraction} / generator_layers {layers_fraction} give an "
+            f"empty generator (hidden {gen.hidden_size}, layers {gen.num_hidden_layers})"
+        )
+    return gen
+
+
+def parse_hparams(value: Optional[str]) -> Dict[str, Any]:
+    """`--hparams`: a JSON object string, or a path to a file holding one."""
+    if not value:
+        return {}
+    text = value.strip()
+    if not text.startswith("{"):
+        if not os.path.exists(text):
+            raise UserError(f"--hparams {text!r} is neither a JSON object nor an existing file")
+        return read_json(text)
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"--hparams is not valid JSON ({e})") from None
+    if not isinstance(d, dict):
+        raise UserError("--hparams must be a JSON object")
+    return d
+
+
+PRETRAINING_DEFAULTS: Dict[str, Any] = dict(
+    debug=False,  # tiny model and few steps, as the original's debug preset
+    do_train=True,
+    do_eval=False,
+    # objective
+    electra_objective=True,  # false: BERT-style masked LM only
+    gen_weight=1.0,
+    disc_weight=50.0,
+    mask_prob=0.15,
+    temperature=1.0,
+    disallow_correct=False,
+    untied_generator_embeddings=False,
+    untied_generator=True,
+    generator_layers=1.0,
+    generator_hidden_size=0.25,
+    uniform_generator=False,
+    # model
+    model_size="small",
+    model_hparam_overrides={},
+    embedding_size=None,  # None: hidden size; small forces 128 as the original
+    vocab_size=None,  # None: the number of lines of vocab_file
+    do_lower_case=True,  # checked against the dataset's dataset_info.json
+    max_seq_length=128,
+    # optimisation
+    learning_rate=5e-4,
+    lr_decay_power=1.0,
+    weight_decay_rate=0.01,
+    num_warmup_steps=10000,
+    num_train_steps=1000000,
+    train_batch_size=128,
+    clip_norm=1.0,
+    # evaluation and checkpoints
+    eval_batch_size=128,
+    shuffle_buffer_size=100,  # records shuffled in training (the original's 100)
+    num_eval_steps=100,
+    save_checkpoints_steps=1000,
+    keep_checkpoint_max=5,
+    log_every_steps=10,
+    # paths (None: derived from data_dir and model_name as the original)
+    pretrain_tfrecords=None,
+    vocab_file=None,
+    model_dir=None,
+    init_checkpoint=None,
+    # scale-out and performance
+    distribution="auto",  # auto | one_device | mirrored | multi_worker | tpu
+    precision="float32",  # float32 | mixed_bfloat16 | mixed_float16
+    jit_compile=True,  # XLA-compile the training step
+    gradient_accumulation_steps=1,
+    # reproducibility
+    seed=0,
+    deterministic=False,
+    # compute accounting
+    peak_flops=None,  # None: a measured default for the machine (see README)
+)
+
+
+class PretrainingConfig:
+    """All pretraining hyperparameters with their defaults; unknown keys are errors."""
+
+    def __init__(self, model_name: str, data_dir: str, **hparams):
+        self.model_name = model_name
+        self.data_dir = data_dir
+        unknown = sorted(set(hparams) - set(PRETRAINING_DEFAULTS))
+        if unknown:
+            raise UserError(
+                f"unknown hparam(s) {', '.join(unknown)}; valid keys: "
+                f"{', '.join(sorted(PRETRAINING_DEFAULTS))}"
+            )
+        values = dict(PRETRAINING_DEFAULTS)
+        values["model_hparam_overrides"] = {}
+        values.update(hparams)
+        # derived after the explicit values, as the original (so it cannot be passed in)
+        self.max_predictions_per_seq = int((values["mask_prob"] + 0.005) * values["max_seq_length"])
+        if values["debug"]:
+            preset = dict(
+                train_batch_size=8, num_train_steps=20, eval_batch_size=4, num_eval_steps=2
+            )
+            values.update(preset)
+            values["model_hparam_overrides"] = dict(
+                num_hidden_layers=3, hidden_size=144, intermediate_size=576, num_attention_heads=4
+            )
+        if values["model_size"] == "small" and values["embedding_size"] is None:
+            values["embedding_size"] = 128
+        values.update(hparams)  # explicit values win over the presets
+        for k, v in values.items():
+            setattr(self, k, v)
+        self.pretrain_tfrecords = self.pretrain_tfrecords or os.path.join(
+            data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"
+        )
+        self.vocab_file = self.vocab_file or os.path.join(data_dir, "vocab.txt")
+        self.model_dir = self.model_dir or os.path.join(data_dir, "models", model_name)
+        self._validate()
+
+    def _validate(self):
+        if self.do_train == self.do_eval and not self.do_train:
+            raise UserError("at least one of do_train and do_eval must be true")
+        if not 0 < self.mask_prob < 1:
+            raise UserError(f"mask_prob must be in (0, 1), got {self.mask_prob}")
+        for key in ("train_batch_size", "eval_batch_size", "num_train_steps", "max_seq_length"):
+            if int(getattr(self, key)) < 1:
+                raise UserError(f"{key} must be positive, got {getattr(self, key)}")
+        choices = {
+            "distribution": ("auto", "one_device", "mirrored", "multi_worker", "tpu"),
+            "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
+        }
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise UserError(f"{key} {getattr(self, key)!r} is not one of {', '.join(allowed)}")
+        accum = int(self.gradient_accumulation_steps)
+        if accum < 1 or self.train_batch_size % accum:
+            raise UserError(
+                f"train_batch_size {self.train_batch_size} is not divisible by "
+                f"gradient_accumulation_steps {self.gradient_accumulation_steps}"
+            )
+        if self.model_size not in MODEL_SIZES:
+            raise UserError(
+                f"model_size {self.model_size!r} is not one of {', '.join(MODEL_SIZES)}"
+            )
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {k: getattr(self, k) for k in PRETRAINING_DEFAULTS}
+        d.update(
+            model_name=self.model_name,
+            data_dir=self.data_dir,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+        )
+        return d
+
+    def model_configs(self, vocab_size: int):
+        """(discriminator config, generator config or None) for this run."""
+        disc = get_model_config(
+            self.model_size,
+            vocab_size=vocab_size,
+            embedding_size=self.embedding_size,
+            overrides=self.model_hparam_overrides,
+        )
+        if disc.max_position_embeddings < self.max_seq_length:
+            raise UserError(
+                f"max_seq_length {self.max_seq_length} exceeds max_position_embeddings "
+                f"{disc.max_position_embeddings}"
+            )
+        if not self.electra_objective or not self.untied_generator or self.uniform_generator:
+            return disc, None
+        gen = get_generator_config(disc, self.generator_hidden_size, self.generator_layers)
+        if self.untied_generator_embeddings:
+            gen.embedding_size = gen.hidden_size
+        return disc, gen

@@ -1,0 +1,204 @@
+"""Dynamic masking, Gumbel-max sampling, and the gather/scatter helpers of the original.
+
+Randomness here comes from a counter-based hash: every random number is a pure function of
+(run seed, step, the example's content, position). So the masks and samples of a step do not
+depend on how the global batch is split over replicas, workers or gradient-accumulation
+micro-batches, nor on the order of examples in the batch, and a resumed run replays exactly the
+randomness it would have drawn, with no generator state to save. (Two identical sequences in one
+batch get identical masks; with real corpora that is rare and harmless.)
+"""
+
+from typing import NamedTuple, Optional
+
+import tensorflow as tf
+
+
+def _u32(value: int) -> tf.Tensor:
+    return tf.constant(value & 0xFFFFFFFF, tf.uint32)
+
+
+def _shr(x: tf.Tensor, bits: int) -> tf.Tensor:
+    return tf.bitwise.right_shift(x, _u32(bits))
+
+
+def _mix32(x: tf.Tensor) -> tf.Tensor:
+    """A 32-bit integer finaliser (xorshift-multiply; uint32 arithmetic wraps mod 2^32)."""
+    x = tf.bitwise.bitwise_xor(x, _shr(x, 16))
+    x = x * _u32(0x7FEB352D)
+    x = tf.bitwise.bitwise_xor(x, _shr(x, 15))
+    x = x * _u32(0x846CA68B)
+    return tf.bitwise.bitwise_xor(x, _shr(x, 16))
+
+
+def _to_u32(x: tf.Tensor) -> tf.Tensor:
+    """The low 32 bits of an integer tensor, as uint32."""
+    if x.dtype == tf.uint32:
+        return x
+    if x.dtype == tf.int64:
+        x = tf.cast(tf.bitwise.bitwise_and(x, 0xFFFFFFFF), tf.uint32)
+        return x
+    return tf.bitcast(tf.cast(x, tf.int32), tf.uint32)
+
+
+def random_key(seed, step, purpose: int) -> tf.Tensor:
+    """A 32-bit key (uint32) for one use (`purpose`) of randomness at one step of one run."""
+    step = tf.cast(step, tf.int64)
+    x = _mix32(_to_u32(tf.cast(seed, tf.int64)))
+    x = _mix32(x + _to_u32(step) * _u32(0x9E3779B9) + _to_u32(tf.bitwise.right_shift(step, 32)))
+    return _mix32(x + _u32(purpose * 0x85EBCA6B))
+
+
+def counter_uniform(key: tf.Tensor, counters: tf.Tensor) -> tf.Tensor:
+    """Uniform float32 in [0, 1) (24-bit resolution), one per counter, for a given key.
+
+    `counters` is a pair (example key [B, 1...] uint32, index within the example [...] uint32)
+    broadcast together, or a single integer tensor.
+    """
+    if isinstance(counters, tuple):
+        example, index = counters
+        h = _mix32(tf.bitwise.bitwise_xor(example, key)) + index
+    else:
+        h = tf.bitwise.bitwise_xor(_to_u32(counters), key)
+    h = _mix32(_mix32(h))
+    return tf.cast(_shr(h, 8), tf.float32) * (1.0 / (1 << 24))
+
+
+def content_keys(input_ids: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
+    """A 32-bit key per example [B] (uint32) from its token ids and positions."""
+    length = tf.shape(input_ids)[1]
+    pos = _mix32(tf.bitcast(tf.range(length, dtype=tf.int32), tf.uint32) + _u32(0x5BD1E995))
+    ids = _to_u32(tf.cast(input_ids, tf.int32) * tf.cast(input_mask, tf.int32))
+    per_token = _mix32(tf.bitwise.bitwise_xor(ids, pos[tf.newaxis, :]))
+    return _mix32(tf.reduce_sum(per_token, axis=1))
+
+
+def example_counters(example_keys: tf.Tensor, inner_shape):
+    """Counters for a [B, *inner_shape] random tensor: (example key, flat index) pairs."""
+    inner = 1
+    for d in inner_shape:
+        inner *= d
+    index = tf.reshape(tf.bitcast(tf.range(inner, dtype=tf.int32), tf.uint32), inner_shape)
+    example = tf.reshape(_to_u32(example_keys), [-1] + [1] * len(inner_shape))
+    return example, index[tf.newaxis]
+
+
+class MaskedInputs(NamedTuple):
+    input_ids: tf.Tensor  # [B, L] with [MASK] substituted (85% of chosen positions)
+    masked_lm_positions: tf.Tensor  # [B, N] int32; unused slots point at 0 ([CLS])
+    masked_lm_ids: tf.Tensor  # [B, N] the original tokens at those positions (0 in unused slots)
+    masked_lm_weights: tf.Tensor  # [B, N] float32, 1 for the first num_to_predict slots
+
+
+def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+    """sequence [B, L] or [B, L, D] gathered at positions [B, N] -> [B, N] or [B, N, D]."""
+    return tf.gather(sequence, positions, batch_dims=1)
+
+
+def scatter_update(sequence: tf.Tensor, updates: tf.Tensor, positions: tf.Tensor):
+    """Writes updates [B, N] into sequence [B, L] at positions [B, N], as the original.
+
+    Updates aimed at position 0 are ignored (that is how unused slots and kept tokens become
+    no-ops). Several updates to one position are averaged (integer floor division for ids), a rare
+    quirk of the original kept for faithfulness. Returns (updated sequence, updated-position mask).
+    """
+    length = tf.shape(sequence)[1]
+    onehot = tf.one_hot(positions, length, dtype=tf.int32)  # [B, N, L]
+    onehot *= tf.cast(positions != 0, tf.int32)[:, :, tf.newaxis]
+    counts = tf.reduce_sum(onehot, axis=1)  # [B, L]
+    sums = tf.reduce_sum(onehot * tf.cast(updates, tf.int32)[:, :, tf.newaxis], axis=1)
+    updated = tf.where(counts > 0, sums // tf.maximum(counts, 1), tf.cast(sequence, tf.int32))
+    return tf.cast(updated, sequence.dtype), tf.cast(counts > 0, tf.int32)
+
+
+def num_to_predict(input_mask: tf.Tensor, mask_prob: float, max_predictions: int) -> tf.Tensor:
+    """max(1, min(N, round_half_even(float32(len) * p))) per example, as the original."""
+    num_tokens = tf.cast(tf.reduce_sum(input_mask, axis=-1), tf.float32)
+    n = tf.cast(tf.round(num_tokens * mask_prob), tf.int32)
+    return tf.maximum(1, tf.minimum(max_predictions, n))
+
+
+def candidates_mask(input_ids, input_mask, special_ids) -> tf.Tensor:
+    """True where a token may be masked: a real token that is not [CLS], [SEP] or [MASK]."""
+    ok = tf.cast(input_mask, tf.bool)
+    for token_id in special_ids:
+        ok &= input_ids != token_id
+    return ok
+
+
+def mask_inputs(
+    input_ids: tf.Tensor,
+    input_mask: tf.Tensor,
+    *,
+    mask_prob: float,
+    max_predictions: int,
+    mask_id: int,
+    special_ids,
+    key: tf.Tensor,
+    example_ids: tf.Tensor,
+    mask_token_fraction: float = 0.85,
+    random_token_fraction: float = 0.0,
+    vocab_size: Optional[int] = None,
+) -> MaskedInputs:
+    """ELECTRA's dynamic masking.
+
+    Positions are N independent uniform draws (with replacement) over the candidates; the first
+    num_to_predict slots are used. Of the chosen positions, `mask_token_fraction` (0.85) become
+    [MASK] and the rest keep their token; the original replaces none with a random token
+    (`random_token_fraction` > 0 gives BERT's 80/10/10 with 0.8 / 0.1).
+    """
+    n = max_predictions
+    candidates = candidates_mask(input_ids, input_mask, special_ids)
+    rank = tf.cumsum(tf.cast(candidates, tf.int32), axis=1)  # [B, L]
+    num_candidates = rank[:, -1:]  # [B, 1]
+    u = counter_uniform(key, example_counters(example_ids, [3, n]))  # [B, 3, N]
+    k = tf.cast(tf.floor(u[:, 0] * tf.cast(num_candidates, tf.float32)), tf.int32)
+    k = tf.minimum(k, tf.maximum(num_candidates - 1, 0))  # [B, N]: which candidate
+    # the (k+1)-th candidate sits at index #{j : rank[j] <= k}
+    positions = tf.reduce_sum(
+        tf.cast(rank[:, tf.newaxis, :] <= k[:, :, tf.newaxis], tf.int32), axis=-1
+    )
+    num = num_to_predict(input_mask, mask_prob, n)
+    weights_int = tf.sequence_mask(num, n, dtype=tf.int32)
+    weights_int *= tf.cast(num_candidates > 0, tf.int32)
+    positions = positions * weights_int
+    masked_lm_ids = gather_positions(input_ids, positions) * weights_int
+    use_mask = u[:, 1] < mask_token_fraction
+    replacement = tf.fill(tf.shape(positions), tf.cast(mask_id, input_ids.dtype))
+    if random_token_fraction > 0:
+        use_random = (u[:, 1] >= mask_token_fraction) & (
+            u[:, 1] < mask_token_fraction + random_token_fraction
+        )
+        random_ids = tf.cast(tf.floor(u[:, 2] * vocab_size), input_ids.dtype)
+        replacement = tf.where(use_random, random_ids, replacement)
+        use_mask = use_mask | use_random
+    replace_positions = positions * tf.cast(use_mask, tf.int32)
+    masked_ids, _ = scatter_update(input_ids, replacement, replace_positions)
+    return MaskedInputs(
+        input_ids=tf.stop_gradient(masked_ids),
+        masked_lm_positions=positions,
+        masked_lm_ids=masked_lm_ids,
+        masked_lm_weights=tf.cast(weights_int, tf.float32),
+    )
+
+
+def gumbel_sample(
+    logits: tf.Tensor,
+    key: tf.Tensor,
+    example_ids: tf.Tensor,
+    temperature: float = 1.0,
+    disallow_ids: Optional[tf.Tensor] = None,
+) -> tf.Tensor:
+    """Gumbel-max sample (an exact categorical draw) from logits [B, N, V], in float32.
+
+    `disallow_ids` [B, N] get -1000 on their logit (the original's `disallow_correct`). Returns
+    int32 ids [B, N], with no gradient.
+    """
+    logits = tf.cast(logits, tf.float32) / temperature
+    vocab = logits.shape[-1] or tf.shape(logits)[-1]
+    if disallow_ids is not None:
+        logits -= 1000.0 * tf.one_hot(disallow_ids, vocab, dtype=tf.float32)
+    inner = [logits.shape[1], logits.shape[2]]
+    u = counter_uniform(key, example_counters(example_ids, inner))
+    gumbel = -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)
+    # argmax(softmax(x)) == argmax(x): the softmax of the original is skipped
+    return tf.stop_gradient(tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32))

@@ -1,0 +1,89 @@
+"""Building blocks of the BERT/ELECTRA encoder with the original's numerics.
+
+LayerNorm statistics are computed in float32 under any dtype policy, GELU is the exact erf form,
+and dropout draws stateless random numbers from a seed the caller passes in, so that a step's
+randomness is a pure function of (run seed, step, replica): resuming a run or replaying a step gives
+bit-identical masks without checkpointing any random-generator state.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+
+def gelu(x: tf.Tensor) -> tf.Tensor:
+    """Exact GELU, x * Phi(x), as the original (not the tanh approximation)."""
+    return 0.5 * x * (1.0 + tf.math.erf(x / tf.cast(math.sqrt(2.0), x.dtype)))
+
+
+def get_activation(name: str):
+    if name == "gelu":
+        return gelu
+    if name == "gelu_approximate":
+        return lambda x: tf.nn.gelu(x, approximate=True)
+    if name == "relu":
+        return tf.nn.relu
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def truncated_normal(stddev: float) -> keras.initializers.Initializer:
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+class LayerNorm(keras.layers.Layer):
+    """Layer normalisation over the last axis, epsilon 1e-12, statistics in float32.
+
+    Args:
+        epsilon: added to the variance (the original uses 1e-12, Keras defaults to 1e-3).
+
+    Example:
+    >>> LayerNorm(name="LayerNorm")(tf.ones([2, 3, 8])).shape
+    TensorShape([2, 3, 8])
+    """
+
+    def __init__(self, epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        self.beta = self.add_weight(shape=(dim,), initializer="zeros", name="beta")
+        self.gamma = self.add_weight(shape=(dim,), initializer="ones", name="gamma")
+
+    def call(self, x):
+        dtype = x.dtype
+        x = tf.cast(x, tf.float32)
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        y = (x - mean) * tf.math.rsqrt(variance + self.epsilon)
+        y = y * tf.cast(self.gamma, tf.float32) + tf.cast(self.beta, tf.float32)
+        return tf.cast(y, dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "epsilon": self.epsilon}
+
+
+def dropout(x: tf.Tensor, rate: float, seed) -> tf.Tensor:
+    """Inverted dropout from a stateless seed (shape [2] int32/int64); identity when seed is None."""
+    if seed is None or rate <= 0.0:
+        return x
+    keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, dtype=tf.float32) >= rate
+    return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype), tf.zeros_like(x))
+
+
+class SeedSequence:
+    """Hands out distinct stateless seeds, one per dropout site, from a base seed tensor.
+
+    A `None` base means no dropout (inference). Derived seeds differ by a fixed counter, so the
+    same site of the same step always gets the same seed.
+    """
+
+    def __init__(self, base_seed):
+        self.base = base_seed
+        self.count = 0
+
+    def next(self):
+        if self.base is None:
+            return None
+        self.count += 1
+        return tf.stack([self.base[0], self.base[1] + 1_000_003 * self.count])

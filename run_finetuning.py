@@ -1,0 +1,79 @@
+"""Fine-tunes a pretrained ELECTRA discriminator on GLUE, tagging (and QA) tasks.
+
+    python run_finetuning.py --data_dir DATA_DIR --model_name MODEL_NAME \\
+        --hparams '{"task_names": ["mnli"], "model_size": "base"}'
+
+Reads the pretrained checkpoint and its config.json from DATA_DIR/models/MODEL_NAME/ (or the
+`init_checkpoint` hparam), the task data from DATA_DIR/finetuning_data/TASK/, and writes
+DATA_DIR/models/MODEL_NAME/results/TASK.json (each trial's metrics and their median) and
+TASK_SPLIT_predictions.tsv. `--hparams` is a JSON object or a JSON file; the keys and their
+defaults are in electra_tf/finetune/config.py.
+
+With the default flags it runs the demo: fine-tunes the demo's pretrained model on the bundled
+sentence-polarity data (SST-2 layout), copied to runs/demo/finetuning_data/sst/ if absent.
+"""
+
+import os
+import shutil
+
+from absl import app, flags
+
+from electra_tf.configs import parse_hparams, read_json
+from electra_tf.errors import UserError, run_main
+
+DEMO_DATA_DIR = "runs/demo"
+DEMO_MODEL_NAME = "electra_small_demo"
+BUNDLED_SST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sst_polarity")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("data_dir", DEMO_DATA_DIR, "Where the data, models and results live.")
+flags.DEFINE_string("model_name", DEMO_MODEL_NAME, "The pretrained model (DATA_DIR/models/NAME).")
+flags.DEFINE_string("hparams", "{}", "A JSON object, or a JSON file, of fine-tuning hparams.")
+
+
+def prepare_demo_data(data_dir: str, task_names) -> None:
+    """For the demo data dir only: copies the bundled polarity data in as the sst task."""
+    target = os.path.join(data_dir, "finetuning_data", "sst")
+    if (
+        os.path.normpath(data_dir) != os.path.normpath(DEMO_DATA_DIR)
+        or "sst" not in task_names
+        or os.path.exists(target)
+    ):
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copytree(BUNDLED_SST, target)
+    print(f"demo: copied {BUNDLED_SST} to {target}", flush=True)
+
+
+def with_pretrained_size(data_dir: str, model_name: str, hparams: dict) -> dict:
+    """Defaults `model_size` (hence the learning rate) to the pretraining run's, if recorded."""
+    if "model_size" in hparams:
+        return hparams
+    base = hparams.get("init_checkpoint") or os.path.join(data_dir, "models", model_name)
+    path = os.path.join(base if os.path.isdir(base) else os.path.dirname(base), "config.json")
+    if os.path.exists(path):
+        size = read_json(path).get("model_size")
+        if size in ("small", "base", "large"):
+            return {**hparams, "model_size": size}
+    return hparams
+
+
+def main() -> None:
+    from electra_tf.finetune.config import FinetuningConfig
+    from electra_tf.finetune.runner import run_finetuning
+
+    hparams = with_pretrained_size(FLAGS.data_dir, FLAGS.model_name, parse_hparams(FLAGS.hparams))
+    config = FinetuningConfig(FLAGS.model_name, FLAGS.data_dir, **hparams)
+    prepare_demo_data(FLAGS.data_dir, config.task_names)
+    if not os.path.isdir(FLAGS.data_dir):
+        raise UserError(f"--data_dir {FLAGS.data_dir}: no such directory")
+    results = run_finetuning(config)
+    for task, r in results.items():
+        median = r["median"]
+        for split, metrics in median.items():
+            shown = ", ".join(f"{k} {v:.2f}" for k, v in metrics.items())
+            print(f"{task} {split} (median of {r['num_trials']}): {shown}", flush=True)
+
+
+if __name__ == "__main__":
+    app.run(lambda argv: run_main(main))

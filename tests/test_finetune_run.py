@@ -1,0 +1,205 @@
+"""End-to-end fine-tuning with a tiny model, layer-wise learning rates, and the CLI's errors."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.configs import ModelConfig
+from electra_tf.errors import UserError
+from electra_tf.finetune.classification import ClassificationHead
+from electra_tf.finetune.config import FinetuningConfig
+from electra_tf.finetune.model import build_model
+from electra_tf.finetune.runner import run_finetuning
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.optimization import layerwise_lr_multipliers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DATA = os.path.join(HERE, "data", "finetune")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def tiny_config(layers=2, vocab_size=30522):
+    return ModelConfig(
+        vocab_size=vocab_size,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+
+
+def dummy_batch(length=8):
+    z = tf.zeros([1, length], tf.int32)
+    return {
+        "input_ids": z,
+        "input_mask": z + 1,
+        "segment_ids": z,
+        "task_id": tf.zeros([1], tf.int32),
+        "sst_label_ids": tf.zeros([1], tf.int32),
+        "sst_eid": tf.zeros([1], tf.int32),
+    }
+
+
+def test_layerwise_learning_rates_12_layers():
+    _, variables = build_model(
+        tiny_config(12, 50), [ClassificationHead("sst", 2, name="sst")], dummy_batch()
+    )
+    paths = [v.path for v in variables]
+    assert "electra/encoder/layer_11/output/dense/kernel" in paths
+    assert any("task_specific/sst/dense/kernel" in p for p in paths)
+
+    def by_path(mults):
+        def get(fragment):
+            (value,) = {m for p, m in mults.items() if fragment in p}
+            return value
+
+        return get
+
+    get = by_path(layerwise_lr_multipliers(variables, 12, 0.8))
+    assert get("embeddings/word_embeddings") == pytest.approx(0.8**14)  # 0.04398
+    assert get("embeddings_project/kernel") == pytest.approx(0.8**14)
+    assert get("layer_0/attention/self/query/kernel") == pytest.approx(0.8**13)  # 0.05498
+    assert get("layer_11/output/LayerNorm/gamma") == pytest.approx(0.8**2)  # the quirk: 0.64
+    assert get("task_specific/sst/dense/bias") == 1.0
+    fixed = by_path(layerwise_lr_multipliers(variables, 12, 0.8, fixed_top_layer=True))
+    assert fixed("embeddings/word_embeddings") == pytest.approx(0.8**13)
+    assert fixed("layer_0/attention/self/query/kernel") == pytest.approx(0.8**12)
+    assert fixed("layer_11/output/LayerNorm/gamma") == pytest.approx(0.8)
+    assert fixed("task_specific/sst/dense/bias") == 1.0
+
+
+def save_name_based(variables, prefix):
+    """A checkpoint keyed by variable paths (the original's layout)."""
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=[v.path for v in variables],
+        shape_and_slices=[""] * len(variables),
+        tensors=[v.value for v in variables],
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ft")
+    model_dir = d / "models" / "tiny"
+    os.makedirs(model_dir)
+    cfg = tiny_config()
+    with open(model_dir / "config.json", "w") as f:
+        json.dump({"model_size": "small", "model_config": cfg.to_dict()}, f)
+    enc = TransformerEncoder(cfg)
+    b = dummy_batch()
+    enc(b["input_ids"], b["input_mask"], b["segment_ids"])
+    save_name_based(enc.weights, str(model_dir / "model.ckpt-5"))
+    shutil.copy(os.path.join(ROOT, "data", "vocab", "vocab.txt"), d / "vocab.txt")
+    shutil.copytree(DATA, d / "finetuning_data")
+    return d, enc
+
+
+HPARAMS = dict(  # noqa: C408
+    train_batch_size=4,
+    eval_batch_size=4,
+    num_train_epochs=1.0,
+    max_seq_length=32,
+    jit_compile=False,
+    log_every_steps=1,
+    seed=3,
+)
+
+
+def test_end_to_end_multitask(run_dir, capsys):
+    d, _ = run_dir
+    config = FinetuningConfig(
+        "tiny", str(d), task_names=["sst", "sts", "chunk"], write_test_outputs=True, **HPARAMS
+    )
+    out = run_finetuning(config)
+    log = capsys.readouterr().out
+    # 5 sst + 10 sts (doubled) + 2 chunk = 17 -> padded 20 -> 5 steps
+    assert "step 5/5" in log and "steps/s" in log and "loaded the discriminator" in log
+    results = os.path.join(d, "models", "tiny", "results")
+    sst = json.loads(read(os.path.join(results, "sst.json")))
+    assert sst["trained_with"] == ["sst", "sts", "chunk"] and sst["trials"][0]["train_steps"] == 5
+    assert set(sst["trials"][0]["dev"]) == {"accuracy", "loss"}
+    assert sst["median"]["dev"] == sst["trials"][0]["dev"]
+    acc = sst["trials"][0]["dev"]["accuracy"]
+    assert acc in (0.0, 100 / 3, 200 / 3, 100.0) or abs(acc * 3 / 100 - round(acc * 3 / 100)) < 1e-6
+    assert set(json.loads(read(os.path.join(results, "sts.json")))["median"]["dev"]) == {
+        "pearson",
+        "spearman",
+        "mse",
+        "loss",
+    }
+    assert set(out["chunk"]["median"]["dev"]) == {"precision", "recall", "f1", "loss"}
+
+    lines = read(os.path.join(results, "sst_dev_predictions.tsv")).splitlines()
+    assert lines[0] == "id\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["0", "1", "2"]
+    assert all(l.split("\t")[1] in ("0", "1") for l in lines[1:])
+    sts = read(os.path.join(results, "sts_dev_predictions.tsv")).splitlines()[1:]
+    assert len(sts) == 5 and all(0 <= float(l.split("\t")[1]) <= 10 for l in sts)
+    assert len(read(os.path.join(results, "sst_test_predictions.tsv")).splitlines()) == 3
+    chunk = read(os.path.join(results, "chunk_dev_predictions.tsv")).splitlines()
+    assert chunk[1].split("\t")[0] == "0" and len(chunk[1].split("\t")[1].split(" ")) == 10
+    assert not os.path.exists(os.path.join(results, "chunk_test_predictions.tsv"))
+
+
+def test_restores_the_pretrained_encoder(run_dir):
+    from electra_tf.finetune.runner import restore_encoder
+
+    d, enc = run_dir
+    model, _ = build_model(tiny_config(), [ClassificationHead("sst", 2, name="sst")], dummy_batch())
+    restore_encoder(model, os.path.join(d, "models", "tiny", "model.ckpt-5"))
+    for a, b in zip(enc.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_bad_data_keeps_earlier_results(run_dir):
+    d, _ = run_dir
+    results = os.path.join(d, "models", "tiny", "results", "sst.json")
+    before = read(results)
+    bad = os.path.join(d, "finetuning_data", "sst", "dev.tsv")
+    good = read(bad)
+    with open(bad, "w") as f:
+        f.write(good + "a sentence\t7\n")
+    try:
+        with pytest.raises(UserError, match=r"sst/dev\.tsv:5: unknown label '7'"):
+            run_finetuning(FinetuningConfig("tiny", str(d), task_names=["sst"], **HPARAMS))
+    finally:
+        with open(bad, "w") as f:
+            f.write(good)
+    assert read(results) == before
+
+
+def test_cli_unknown_hparam_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "run_finetuning.py"),
+            "--data_dir",
+            str(tmp_path),
+            "--model_name",
+            "m",
+            "--hparams",
+            '{"task_names": ["sst"], "lerning_rate": 1}',
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    err = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+    assert len(err) == 1 and "lerning_rate" in err[0] and "valid keys" in err[0]
+    assert not os.path.exists(tmp_path / "models")

@@ -1,0 +1,177 @@
+"""The pretraining model: parameter counts, embedding tying, gradient paths, losses and labels."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.configs import PretrainingConfig, get_model_config
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.training import build_pretrainer, describe
+
+SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
+TINY = dict(
+    model_size="small",
+    embedding_size=16,
+    model_hparam_overrides=dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+    ),
+    generator_hidden_size=0.5,
+    max_seq_length=16,
+)
+
+
+def _tiny_model(**overrides):
+    config = PretrainingConfig("t", "/nonexistent", **{**TINY, **overrides})
+    return config, build_pretrainer(config, 200, SPECIAL)
+
+
+def _batch(seed=0, batch=4, length=16):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(110, 200, (batch, length)).astype(np.int32)
+    ids[:, 0] = 101
+    lengths = rng.integers(8, length + 1, batch)
+    mask = np.zeros_like(ids)
+    for b, n in enumerate(lengths):
+        ids[b, n - 1] = 102
+        ids[b, n:] = 0
+        mask[b, :n] = 1
+    return {
+        "input_ids": tf.constant(ids),
+        "input_mask": tf.constant(mask),
+        "segment_ids": tf.zeros_like(tf.constant(ids)),
+    }
+
+
+@pytest.mark.parametrize(
+    "size,expected",
+    [("small", 13_483_008), ("base", 108_891_648), ("large", 334_092_288)],
+)
+def test_discriminator_backbone_parameter_counts_match_original(size, expected):
+    config = get_model_config(size, embedding_size=128 if size == "small" else None)
+    encoder = TransformerEncoder(config)
+    # count from the layers' declared shapes, as the built variables would hold
+    encoder.build()
+    assert sum(int(np.prod(v.shape)) for v in encoder.weights) == expected
+
+
+def test_small_pretraining_graph_counts_match_original():
+    config = PretrainingConfig("t", "/nonexistent")
+    model = build_pretrainer(config, 30522, SPECIAL)
+    counts = describe(model)
+    assert counts["discriminator_backbone"] == 13_483_008
+    assert counts["discriminator"] - counts["discriminator_backbone"] == 66_049  # head
+    # whole pretraining graph of the original, small default (gen 0.25): 14,196,219 params
+    assert counts["total"] == 14_196_219
+    # generator parameters excluding the shared embeddings: 647,162
+    shared = sum(int(np.prod(v.shape)) for v in model.discriminator.embeddings.weights)
+    assert counts["generator"] - shared == 647_162
+    names = {v.path for v in model.trainable_weights}
+    assert "electra/embeddings/word_embeddings" in names
+    assert "generator/embeddings_project/kernel" in names
+    assert "generator_predictions/output_bias" in names
+    assert "discriminator_predictions/dense_1/kernel" in names
+    assert "electra/encoder/layer_11/output/LayerNorm/gamma" in names
+    assert not any(n.startswith("generator/embeddings/") for n in names)
+
+
+def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
+    config, model = _tiny_model()
+    emb = model.discriminator.embeddings
+    assert model.generator.embeddings is emb
+    paths = [v.path for v in model.trainable_weights]
+    assert len(paths) == len(set(paths))
+    assert sum(p.startswith("electra/embeddings/") for p in paths) == 5  # 3 tables + LN beta/gamma
+    batch = _batch()
+    for weight_name in ("gen_weight", "disc_weight"):
+        model.gen_weight = 1.0 if weight_name == "gen_weight" else 0.0
+        model.disc_weight = 1.0 if weight_name == "disc_weight" else 0.0
+        with tf.GradientTape() as tape:
+            loss = model.compute(batch, step=0, seed=0)["loss"]
+        grads = tape.gradient(loss, emb.trainable_weights)
+        for v, g in zip(emb.trainable_weights, grads):
+            assert g is not None and float(tf.norm(tf.convert_to_tensor(g))) > 0, (
+                weight_name,
+                v.path,
+            )
+
+
+def test_discriminator_loss_does_not_reach_generator_encoder():
+    config, model = _tiny_model()
+    batch = _batch(1)
+    gen_only = [
+        v
+        for v in model.generator.trainable_weights + model.generator_predictions.trainable_weights
+        if not v.path.startswith("electra/embeddings/")
+    ]
+    with tf.GradientTape() as tape:
+        out = model.compute(batch, step=0, seed=0)
+    # the samples are stop-gradient: the discriminator loss has no path to the generator
+    grads = tape.gradient(out["disc_loss_sum"], gen_only)
+    assert all(g is None for g in grads)
+    assert float(out["disc_loss_sum"]) > 0
+
+
+def test_untied_generator_embeddings_have_their_own_tables():
+    config, model = _tiny_model(untied_generator_embeddings=True)
+    assert model.generator.embeddings is not model.discriminator.embeddings
+    assert model.generator.embeddings_project is None  # E = generator hidden size
+    paths = {v.path for v in model.trainable_weights}
+    assert "generator/embeddings/word_embeddings" in paths
+
+
+def test_losses_and_labels_by_hand():
+    config, model = _tiny_model()
+    batch = _batch(2)
+    out = model.compute(batch, step=3, seed=5, with_eval_stats=True)
+    # recompute the pieces with the model's own masking and sampling, then the formulas by hand
+    from electra_tf import masking
+
+    ids = batch["input_ids"]
+    m = masking.mask_inputs(
+        ids,
+        batch["input_mask"],
+        mask_prob=0.15,
+        max_predictions=config.max_predictions_per_seq,
+        mask_id=103,
+        special_ids=(101, 102, 103),
+        key=masking.random_key(5, 3, 0),
+        example_ids=masking.content_keys(ids, batch["input_mask"]),
+    )
+    gen = model.generator(m.input_ids, batch["input_mask"], batch["segment_ids"])
+    logits = model.generator_predictions(masking.gather_positions(gen, m.masked_lm_positions))
+    logp = tf.nn.log_softmax(logits).numpy()
+    w = m.masked_lm_weights.numpy()
+    nll = -np.take_along_axis(logp, m.masked_lm_ids.numpy()[..., None], -1)[..., 0]
+    np.testing.assert_allclose(out["mlm_loss_sum"], (w * nll).sum(), rtol=1e-5)
+    sampled = masking.gumbel_sample(
+        logits, masking.random_key(5, 3, 1), masking.content_keys(ids, batch["input_mask"])
+    ).numpy()
+    fake = ids.numpy().copy()
+    pos = m.masked_lm_positions.numpy()
+    labels = np.zeros_like(fake)
+    for b in range(fake.shape[0]):
+        for n in range(pos.shape[1]):
+            if pos[b, n] != 0:
+                fake[b, pos[b, n]] = sampled[b, n]
+        for n in range(pos.shape[1]):
+            p = pos[b, n]
+            if p != 0 and fake[b, p] != ids.numpy()[b, p]:
+                labels[b, p] = 1
+    disc_logits = model.discriminator_predictions(
+        model.discriminator(tf.constant(fake), batch["input_mask"], batch["segment_ids"])
+    ).numpy()
+    mask = batch["input_mask"].numpy().astype(np.float64)
+    bce = np.maximum(disc_logits, 0) - disc_logits * labels + np.log1p(np.exp(-abs(disc_logits)))
+    np.testing.assert_allclose(out["disc_loss_sum"], (bce * mask).sum(), rtol=1e-4)
+    expected = (w * nll).sum() / (w.sum() + 1e-6) + 50 * (bce * mask).sum() / (mask.sum() + 1e-6)
+    np.testing.assert_allclose(out["loss"], expected, rtol=1e-4)
+    assert out["disc_label_pos"] == labels.sum()
+
+
+def test_mlm_objective_has_no_discriminator():
+    config, model = _tiny_model(electra_objective=False)
+    assert model.generator is model.discriminator
+    assert model.discriminator_predictions is None
+    out = model.compute(_batch(), step=0, seed=0)
+    assert "disc_loss_sum" not in out
+    np.testing.assert_allclose(out["loss"], out["mlm_loss_sum"] / (out["mlm_weight_sum"] + 1e-6))
