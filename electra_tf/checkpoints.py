@@ -1,71 +1,290 @@
-"""Reading checkpoints: this project's object-based ones and the original's name-based TF1 ones."""
+"""Reading checkpoints: this project's object-based ones and the original's name-based TF1 ones.
 
+The original google-research checkpoints are name-based: each tensor is stored under its TF1
+variable name (`electra/encoder/layer_3/attention/self/query/kernel`, ...). This project's layers
+reproduce those names as their variables' `.path`, so loading one is a lookup by name (nothing is
+transposed: kernels are [in, out] in both). This project's own checkpoints are object-based
+(`tf.train.Checkpoint(model=pretrainer, optimizer=..., step=...)`); they are read by walking the
+checkpoint's object graph alongside the model's, attribute by attribute.
+
+Either way every variable is checked before anything is assigned: a shape mismatch names the
+variable and both shapes, and a variable the checkpoint lacks is an error unless the caller asked
+for a partial restore (`warm_start`), which returns what it could not restore.
+"""
+
+import dataclasses
 import os
-from typing import List, Tuple
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf.errors import UserError
 
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# Entries of original checkpoints that no network of this project holds.
+OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
+OPTIMIZER_NAMES = ("global_step",)
+UNUSED_NAMES = ("generator_predictions/temperature",)
+NETWORK_SCOPES = ("electra", "generator", "generator_predictions", "discriminator_predictions")
+MAX_LISTED = 12
+
+
+def _listing(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:MAX_LISTED])
+    more = len(items) - MAX_LISTED
+    return shown + (f", ... ({more} more)" if more > 0 else "")
+
 
 def resolve_checkpoint(path: str) -> str:
-    """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+    """A checkpoint prefix from a prefix or a directory (its latest checkpoint; without a
+    `checkpoint` state file, the highest-numbered prefix in it)."""
     if os.path.isdir(path):
         latest = tf.train.latest_checkpoint(path)
-        if latest is None:
-            raise UserError(f"{path}: directory holds no checkpoint")
-        return latest
+        if latest is not None and tf.io.gfile.exists(latest + ".index"):
+            return latest
+        prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
+        if not prefixes:
+            raise UserError(f"{path}: the directory holds no checkpoint (no *.index file)")
+
+        def number(p: str) -> int:
+            return int(re.search(r"(\d*)$", p).group(1) or -1)
+
+        return os.path.join(path, max(prefixes, key=lambda p: (number(p), p)))
     if not tf.io.gfile.exists(path + ".index"):
-        raise UserError(f"{path}: no such checkpoint (no {path}.index)")
+        raise UserError(f"{path}: no such checkpoint (neither a directory nor {path}.index)")
     return path
 
 
 def is_object_based(prefix: str) -> bool:
-    names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    return "_CHECKPOINTABLE_OBJECT_GRAPH" in names
+    """True for a TF2 `tf.train.Checkpoint`, False for a TF1 name-based checkpoint."""
+    return OBJECT_GRAPH_KEY in tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+
+
+def object_graph(prefix: str) -> trackable_object_graph_pb2.TrackableObjectGraph:
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor(OBJECT_GRAPH_KEY))
+    return graph
+
+
+def object_children(prefix: str, path: str = "") -> List[str]:
+    """Names of the children of the object at `path` ("model", "model/discriminator", ...) in
+    an object-based checkpoint; [] when there is no such object."""
+    graph = object_graph(prefix)
+    node = find_node(graph, path)
+    return [] if node is None else [c.local_name for c in graph.nodes[node].children]
+
+
+def find_node(graph, path: str) -> Optional[int]:
+    """The id of the object at `path` ("model/discriminator") in an object graph, or None."""
+    node = 0
+    for part in [p for p in path.split("/") if p]:
+        ids = {c.local_name: c.node_id for c in graph.nodes[node].children}
+        if part not in ids:
+            return None
+        node = ids[part]
+    return node
+
+
+def original_category(name: str) -> str:
+    """What an entry of an original checkpoint belongs to: "optimizer", "unused" or the network
+    scope ("electra", "generator", ...); "other" for anything else (e.g. `task_specific/...`)."""
+    if name in OPTIMIZER_NAMES or name.endswith(OPTIMIZER_SUFFIXES):
+        return "optimizer"
+    if name in UNUSED_NAMES:
+        return "unused"
+    scope = name.split("/", 1)[0]
+    return scope if scope in NETWORK_SCOPES else "other"
+
+
+@dataclasses.dataclass
+class RestoreReport:
+    """What a restore did. `restored`/`missing` are the model's variable paths; `skipped` counts
+    checkpoint entries left unread, by kind; `unexpected` names those of no known kind."""
+
+    prefix: str
+    format: str  # "object" (this project's) or "original" (TF1 name-based)
+    restored: List[str]
+    missing: List[str]
+    skipped: Dict[str, int]
+    unexpected: List[str]
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.skipped.items()) if n)
+        text = f"{self.prefix} ({self.format} checkpoint): restored {len(self.restored)} variables"
+        text += f"; skipped {sum(self.skipped.values())} checkpoint entries"
+        text += f" ({kinds})" if kinds else ""
+        if self.unexpected:
+            text += f"; not used: {_listing(self.unexpected)}"
+        if self.missing:
+            text += f"; not restored: {_listing(self.missing)}"
+        return text
+
+
+def _unique(variables: Iterable) -> list:
+    return list({id(v): v for v in variables}.values())
+
+
+def _check_and_assign(prefix: str, pairs: List[Tuple[object, str, str]], shapes, reader) -> None:
+    """Checks every (variable, checkpoint key, display name) pair's shape, then assigns all."""
+    bad = [
+        f"{name} is {list(shapes[key])} in the checkpoint but {list(v.shape)} in the model"
+        for v, key, name in pairs
+        if list(shapes[key]) != list(v.shape)
+    ]
+    if bad:
+        raise UserError(
+            f"{prefix}: {len(bad)} variable(s) disagree with the model config: {_listing(bad)}"
+        )
+    for v, key, _ in pairs:
+        v.assign(np.asarray(reader.get_tensor(key)).astype(v.dtype))
+
+
+def _raise_missing(prefix: str, missing: List[str], what: str) -> None:
+    raise UserError(
+        f"{prefix}: {len(missing)} variable(s) of the {what} are not in the checkpoint: "
+        f"{_listing(missing)}"
+    )
+
+
+def restore_by_name(
+    variables, prefix: str, strict: bool = True, what: str = "model"
+) -> RestoreReport:
+    """Loads each variable from the entry of a name-based (original) checkpoint named like its
+    path. Shape mismatches always raise; absent names raise when `strict` (listing them all),
+    else are returned in `missing`."""
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    pairs, missing = [], []
+    for v in _unique(variables):
+        (pairs.append((v, v.path, v.path)) if v.path in shapes else missing.append(v.path))
+    if missing and strict:
+        _check_and_assign(prefix, pairs, shapes, reader)  # shape errors first: more telling
+        _raise_missing(prefix, missing, what)
+    _check_and_assign(prefix, pairs, shapes, reader)
+    used = {key for _, key, _ in pairs}
+    skipped: Dict[str, int] = {}
+    unexpected = []
+    for name in sorted(shapes):
+        if name in used:
+            continue
+        kind = original_category(name)
+        kind = {"optimizer": "optimizer state", "unused": "unused"}.get(kind, kind)
+        if kind == "other":
+            unexpected.append(name)
+        else:
+            key = kind if kind in ("optimizer state", "unused") else "of other networks"
+            skipped[key] = skipped.get(key, 0) + 1
+    if unexpected:
+        skipped["unknown"] = len(unexpected)
+    return RestoreReport(prefix, "original", [k for _, k, _ in pairs], missing, skipped, unexpected)
+
+
+def _walk(graph, node: int, obj, path: str, found: Dict[int, Tuple[object, str, str]]) -> None:
+    """Pairs the model's variables under `obj` with checkpoint keys under object-graph `node`."""
+    proto = graph.nodes[node]
+    for attr in proto.attributes:
+        if attr.name == "VARIABLE_VALUE" and hasattr(obj, "assign"):
+            found.setdefault(id(obj), (obj, attr.checkpoint_key, getattr(obj, "path", path)))
+    children = tf.train.TrackableView.children(obj) if proto.children else {}
+    for child in proto.children:
+        if child.local_name in children:
+            sub = children[child.local_name]
+            _walk(graph, child.node_id, sub, f"{path}/{child.local_name}", found)
+
+
+def restore_objects(
+    roots: Dict[str, object], prefix: str, variables=None, strict: bool = True, what: str = "model"
+) -> RestoreReport:
+    """Restores from an object-based checkpoint: each `roots` entry maps an object path in the
+    checkpoint ("model/discriminator") to the object of this process holding the same structure.
+    `variables` (default: the roots' weights) are those that must be restored (when `strict`)."""
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    graph = object_graph(prefix)
+    found: Dict[int, Tuple[object, str, str]] = {}
+    for path, obj in roots.items():
+        node = find_node(graph, path)
+        if node is not None:
+            _walk(graph, node, obj, path, found)
+    if variables is None:
+        variables = [w for obj in roots.values() for w in obj.weights]
+    wanted = _unique(variables)
+    pairs = [found[id(v)] for v in wanted if id(v) in found]
+    missing = [v.path for v in wanted if id(v) not in found]
+    if missing and strict:
+        _check_and_assign(prefix, pairs, shapes, reader)
+        _raise_missing(prefix, missing, what)
+    _check_and_assign(prefix, pairs, shapes, reader)
+    used = {key for _, key, _ in pairs}
+    skipped: Dict[str, int] = {}
+    for key in shapes:
+        if key in used or key == OBJECT_GRAPH_KEY:
+            continue
+        kind = "optimizer state" if key.startswith("optimizer/") else "other objects"
+        skipped[kind] = skipped.get(kind, 0) + 1
+    return RestoreReport(prefix, "object", [p for _, _, p in pairs], missing, skipped, [])
+
+
+def discriminator_object_path(prefix: str) -> str:
+    """Where the discriminator encoder sits in an object-based checkpoint: `model/discriminator`
+    (pretraining) or `model/encoder` (fine-tuning)."""
+    children = object_children(prefix, "model")
+    for name in ("discriminator", "encoder"):
+        if name in children:
+            return f"model/{name}"
+    raise UserError(
+        f"{prefix}: no discriminator in this checkpoint (its model holds: "
+        f"{', '.join(children) or 'nothing'})"
+    )
 
 
 def restore_discriminator(encoder, path: str) -> str:
-    """Loads the discriminator encoder from a pretraining checkpoint of this project or an
-    original TF1 checkpoint; returns the checkpoint prefix used."""
+    """Loads the discriminator encoder (every variable, or an error) from a checkpoint of this
+    project (pretraining or fine-tuning) or an original TF1 one; returns the prefix used."""
     prefix = resolve_checkpoint(path)
     if is_object_based(prefix):
-        ckpt = tf.train.Checkpoint(model=tf.train.Checkpoint(discriminator=encoder))
-        ckpt.restore(prefix).expect_partial().assert_existing_objects_matched()
+        roots = {discriminator_object_path(prefix): encoder}
+        restore_objects(roots, prefix, encoder.weights, what="discriminator encoder")
     else:
-        restored, missing = restore_by_name(encoder.weights, prefix)
-        if missing:
-            raise UserError(f"{prefix}: missing variables {', '.join(missing[:10])}")
+        restore_by_name(encoder.weights, prefix, what="discriminator encoder")
     return prefix
 
 
-def restore_by_name(variables, prefix: str) -> Tuple[int, List[str]]:
-    """Assigns every variable whose path is a name in a name-based checkpoint (the original's
-    names equal this project's variable paths); returns (count restored, paths not found)."""
-    reader = tf.train.load_checkpoint(prefix)
-    shapes = reader.get_variable_to_shape_map()
-    restored, missing = 0, []
-    for v in variables:
-        name = v.path
-        if name not in shapes:
-            missing.append(name)
-            continue
-        if list(shapes[name]) != list(v.shape):
-            raise UserError(
-                f"{prefix}: variable {name} has shape {shapes[name]}, the model expects "
-                f"{list(v.shape)}"
-            )
-        v.assign(reader.get_tensor(name))
-        restored += 1
-    return restored, missing
-
-
 def warm_start(model, path: str) -> Tuple[int, List[str]]:
-    """Restores what matches from another checkpoint; returns (count, paths not restored)."""
+    """Restores the variables of `model` (an `ElectraPretrainer`) that the checkpoint holds,
+    ours or an original one; returns (count restored, paths not restored). Shape mismatches
+    raise."""
     prefix = resolve_checkpoint(path)
     if is_object_based(prefix):
-        ckpt = tf.train.Checkpoint(model=model)
-        status = ckpt.restore(prefix).expect_partial()
-        status.assert_existing_objects_matched()
-        return len(model.weights), []
-    return restore_by_name(model.weights, prefix)
+        report = restore_objects({"model": model}, prefix, model.weights, strict=False)
+    else:
+        report = restore_by_name(model.weights, prefix, strict=False)
+    return len(report.restored), report.missing
+
+
+def write_original_checkpoint(
+    variables, prefix: str, global_step: Optional[int] = None
+) -> List[str]:
+    """Writes variables as a TF1 name-based checkpoint under their paths (the original's names),
+    with the `checkpoint` state file beside it; returns the names written."""
+    tensors = {v.path: tf.convert_to_tensor(v) for v in _unique(variables)}
+    if len(tensors) != len(_unique(variables)):
+        raise ValueError("two variables share a path")
+    if global_step is not None:
+        tensors["global_step"] = tf.constant(global_step, tf.int64)
+    names = sorted(tensors)
+    os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tensors[n] for n in names],
+    )
+    # the `checkpoint` state file, so that the directory works as a checkpoint path too
+    base = os.path.basename(prefix)
+    with open(os.path.join(os.path.dirname(prefix) or ".", "checkpoint"), "w") as f:
+        f.write(f'model_checkpoint_path: "{base}"\nall_model_checkpoint_paths: "{base}"\n')
+    return names

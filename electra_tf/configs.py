@@ -148,6 +148,8 @@ def parse_hparams(value: Optional[str]) -> Dict[str, Any]:
     return d
 
 
+OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+
 PRETRAINING_DEFAULTS: Dict[str, Any] = dict(
     debug=False,  # tiny model and few steps, as the original's debug preset
     do_train=True,
@@ -163,7 +165,12 @@ PRETRAINING_DEFAULTS: Dict[str, Any] = dict(
     untied_generator=True,
     generator_layers=1.0,
     generator_hidden_size=0.25,
-    uniform_generator=False,
+    uniform_generator=False,  # false | "uniform" (= true, the original's) | "unigram"
+    # objective variants of the paper (see README: "Objectives and generator variants")
+    objective="electra",  # electra | mlm | electra_15 | replace_mlm | all_tokens_mlm
+    generator_config={},  # BERT JSON keys overriding the derived generator config
+    token_counts_file=None,  # unigram generator counts; None: token_counts.txt by the TFRecords
+    adversarial_generator=False,  # train the generator with REINFORCE to fool the discriminator
     # model
     model_size="small",
     model_hparam_overrides={},
@@ -266,6 +273,44 @@ class PretrainingConfig:
             raise UserError(
                 f"model_size {self.model_size!r} is not one of {', '.join(MODEL_SIZES)}"
             )
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"objective {self.objective!r} is not one of {', '.join(OBJECTIVES)}")
+        if not self.electra_objective and self.objective != "electra":
+            raise UserError(
+                "electra_objective=false (the original's masked LM, 85% [MASK] / 15% kept) "
+                f"cannot be combined with objective {self.objective!r}; objective=mlm is BERT's "
+                "masked LM (80/10/10)"
+            )
+        if self.uniform_generator not in (False, True, "uniform", "unigram"):
+            raise UserError(
+                f"uniform_generator {self.uniform_generator!r} is not one of false, true, "
+                f'"uniform", "unigram"'
+            )
+        if not isinstance(self.generator_config, dict):
+            raise UserError("generator_config must be a JSON object of BERT config keys")
+        uses_generator = self.electra_objective and self.objective != "mlm"
+        if uses_generator and self.uniform_generator and self.generator_config:
+            raise UserError("generator_config cannot be combined with uniform_generator")
+        if uses_generator and not self.untied_generator and not self.uniform_generator:
+            if self.generator_hidden_size != 1.0 or self.generator_layers != 1.0:
+                raise UserError(
+                    "untied_generator=false makes the generator the discriminator itself: it needs "
+                    f"generator_hidden_size=1.0 and generator_layers=1.0 (got "
+                    f"{self.generator_hidden_size} and {self.generator_layers})"
+                )
+            if self.generator_config:
+                raise UserError("generator_config cannot be combined with untied_generator=false")
+        if self.adversarial_generator:
+            if self.objective not in ("electra", "electra_15") or not self.electra_objective:
+                raise UserError(
+                    "adversarial_generator needs objective electra or electra_15 (a discriminator "
+                    f"to fool), got {self.objective!r}"
+                    + ("" if self.electra_objective else " with electra_objective=false")
+                )
+            if self.uniform_generator:
+                raise UserError(
+                    "adversarial_generator needs a generator network, not uniform_generator"
+                )
 
     def to_dict(self) -> Dict[str, Any]:
         d = {k: getattr(self, k) for k in PRETRAINING_DEFAULTS}
@@ -289,9 +334,44 @@ class PretrainingConfig:
                 f"max_seq_length {self.max_seq_length} exceeds max_position_embeddings "
                 f"{disc.max_position_embeddings}"
             )
-        if not self.electra_objective or not self.untied_generator or self.uniform_generator:
+        if (
+            not self.electra_objective
+            or self.objective == "mlm"
+            or not self.untied_generator
+            or self.uniform_generator
+        ):
             return disc, None
         gen = get_generator_config(disc, self.generator_hidden_size, self.generator_layers)
         if self.untied_generator_embeddings:
             gen.embedding_size = gen.hidden_size
+        if self.generator_config:
+            derived = gen.to_dict()
+            hidden = self.generator_config.get("hidden_size")
+            if isinstance(hidden, int) and hidden > 0:  # widths follow an explicit hidden size
+                derived.update(
+                    intermediate_size=4 * hidden, num_attention_heads=max(1, hidden // 64)
+                )
+                if self.untied_generator_embeddings:
+                    derived["embedding_size"] = hidden
+            gen = ModelConfig.from_dict(
+                {**derived, **self.generator_config}, source="generator_config"
+            )
+            if not self.untied_generator_embeddings:
+                for key in (
+                    "vocab_size",
+                    "embedding_size",
+                    "max_position_embeddings",
+                    "type_vocab_size",
+                ):
+                    if getattr(gen, key) != getattr(disc, key):
+                        raise UserError(
+                            f"generator_config {key}={getattr(gen, key)} differs from the "
+                            f"discriminator's {getattr(disc, key)}, but the embeddings are tied "
+                            "(set untied_generator_embeddings=true)"
+                        )
+            if gen.vocab_size != disc.vocab_size:
+                raise UserError(
+                    f"generator_config vocab_size {gen.vocab_size} differs from the "
+                    f"discriminator's {disc.vocab_size}"
+                )
         return disc, gen

@@ -156,14 +156,15 @@ class ElectraAdamW(tf.Module):
 
     def apply_gradients(self, grads: Sequence[tf.Tensor]) -> None:
         """Applies gradients already summed over replicas (and already clipped)."""
-        lr = self.current_learning_rate()
         ctx = tf.distribute.get_replica_context()
         if ctx is None or tf.distribute.get_strategy().num_replicas_in_sync == 1:
-            self._update_all(tf.distribute.get_strategy(), grads, lr)
+            self._update_all(tf.distribute.get_strategy(), grads)
         else:
-            ctx.merge_call(self._update_all, args=(grads, lr))
+            ctx.merge_call(self._update_all, args=(grads,))
 
-    def _update_all(self, strategy, grads, lr):
+    def _update_all(self, strategy, grads):
+        """Cross-replica context: updates every replica's copy with that replica's gradient."""
+        lr = self.current_learning_rate()
         for i, g in enumerate(grads):
             if g is None:
                 continue

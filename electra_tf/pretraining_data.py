@@ -73,6 +73,9 @@ class ExampleBuilder:
         self._tokenizer = tokenizer
         self._max_length = max_length
         self._rng = rng
+        for token in ("[CLS]", "[SEP]"):
+            if token not in tokenizer.vocab:
+                raise UserError(f"the vocab has no {token} token")
         self._cls_id = tokenizer.vocab["[CLS]"]
         self._sep_id = tokenizer.vocab["[SEP]"]
         self._current_sentences: list = []
@@ -419,8 +422,11 @@ def build_dataset(
     `corpus_files`: a directory of text files, a file, a glob, or a list of those (one sentence per line,
     blank lines between documents). Corpus file k goes to job k % num_processes; each job runs in its own
     process (when num_processes > 1), shuffles its files with a seeded rng and writes round-robin to the
-    output files i with i % num_processes == job. Refuses to replace existing shards unless `overwrite`
-    (which deletes them first). Returns the dataset info (the contents of dataset_info.json).
+    output files i with i % num_processes == job. Job j's random draws (file shuffle, then the builder's)
+    come from `random.Random(f"electra_tf-pretraining-data-{seed}-{j}")`: the output depends only on the
+    arguments. Workers are forked when this process has not started TensorFlow's runtime yet (fast), else
+    spawned (each imports TensorFlow). Refuses to replace existing shards unless `overwrite` (which deletes
+    them first). Returns the dataset info (the contents of dataset_info.json).
     """
     if not tf.io.gfile.exists(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")

@@ -76,18 +76,27 @@ def special_token_ids(vocab: Dict[str, int], vocab_file: str) -> Dict[str, int]:
 
 
 def build_pretrainer(config: PretrainingConfig, vocab_size: int, special_ids) -> ElectraPretrainer:
-    """The generator and discriminator encoders wired as the original (tied embeddings)."""
+    """The generator and discriminator encoders wired as the original (tied embeddings), or as
+    the objective / generator variants of the hparams ask."""
+    from electra_tf.modeling.pretraining_model import load_unigram_counts
+
     disc_config, gen_config = config.model_configs(vocab_size)
     policy = keras.mixed_precision.DTypePolicy(config.precision)
     discriminator = TransformerEncoder(disc_config, name="electra", dtype=policy)
-    if config.electra_objective and config.uniform_generator:
-        generator = None
+    samples = config.electra_objective and config.objective != "mlm"
+    if samples and config.uniform_generator:
+        generator = None  # uniform / unigram sampling, no generator network
     elif gen_config is None:  # masked LM objective, or generator == discriminator
         generator = discriminator
     else:
         shared = None if config.untied_generator_embeddings else discriminator.embeddings
         generator = TransformerEncoder(
             gen_config, embeddings=shared, name="generator", dtype=policy
+        )
+    counts = None
+    if samples and config.uniform_generator == "unigram":
+        counts = load_unigram_counts(
+            config.token_counts_file or config.pretrain_tfrecords, vocab_size, special_ids
         )
     model = ElectraPretrainer(
         discriminator,
@@ -100,7 +109,10 @@ def build_pretrainer(config: PretrainingConfig, vocab_size: int, special_ids) ->
         max_predictions=config.max_predictions_per_seq,
         temperature=config.temperature,
         disallow_correct=config.disallow_correct,
-        uniform_generator=config.uniform_generator,
+        uniform_generator=config.uniform_generator if samples else False,
+        objective=config.objective,
+        unigram_counts=counts,
+        adversarial_generator=config.adversarial_generator,
         dtype=policy,
         name="electra_pretrainer",
     )
@@ -324,7 +336,7 @@ class PretrainingRunner:
 
         def apply_in_cross_replica(strategy, grads, finite):
             def apply():
-                self.optimizer._update_all(strategy, grads, self.optimizer.current_learning_rate())
+                self.optimizer._update_all(strategy, grads)
                 self.good_steps.assign_add(1)
                 return tf.constant(True)
 

@@ -95,3 +95,33 @@ class DiscriminatorHead(keras.layers.Layer):
             "hidden_act": self.hidden_act,
             "initializer_range": self.initializer_range,
         }
+
+
+class ValueBaselineHead(keras.layers.Layer):
+    """The adversarial generator's learned baseline (paper appendix F): one logit per position.
+
+    The baseline is b = -log sigmoid(logit) = softplus(-logit), a predicted reward in [0, inf),
+    computed from the generator's hidden states at the masked positions.
+
+    Args:
+        initializer_range: stddev of the dense layer's truncated-normal init.
+
+    Example:
+    >>> ValueBaselineHead()(tf.zeros([2, 3, 8])).shape
+    TensorShape([2, 3])
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        kwargs.setdefault("name", "generator_baseline")
+        super().__init__(**kwargs)
+        self.initializer_range = initializer_range
+        self.dense = _dense(1, "dense", initializer_range, dtype=self.dtype_policy)
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+
+    def call(self, hidden):
+        return tf.cast(tf.squeeze(self.dense(hidden), -1), tf.float32)
+
+    def get_config(self):
+        return {**super().get_config(), "initializer_range": self.initializer_range}

@@ -1,0 +1,333 @@
+"""Throughput of one full ELECTRA pretraining step: seq/s, tokens/s, FLOP/s and MFU, optionally
+side by side with the same step in Hugging Face transformers (PyTorch).
+
+python bench/train_step.py [--model_size=small --batch_size=32 --seq_len=128 --steps=10
+    --warmup=3 --jit_compile --precision=float32 --gradient_accumulation_steps=1
+    --generator_hidden_size=0.25 --threads=2 --peak_flops=160e9]
+    [--peer=hf --peer_python=/work/venv-bench/bin/python --rounds=2] [--data=synthetic|corpus]
+    [--json_only] [--profile_dir=DIR]
+
+Ours is exactly what `run_pretraining.py` runs: a `PretrainingRunner` (the default ELECTRA-small
+config: embedding 128, generator 1/4, AdamW, clip 1.0) under a OneDeviceStrategy, and the train
+function its `train()` calls (`_make_train_fn`: the replica step, XLA-compiled when
+`--jit_compile`, with masking, Gumbel sampling, both networks, gradients, clipping and the
+optimizer update). The batches come from a `tf.data` iterator: by default one synthetic batch
+repeated (`--data=synthetic`, random word ids, every position a real token, so the step is
+measured alone), or `--data=corpus`: TFRecords built from the bundled corpus and read by the
+runner's own input pipeline.
+
+Each measured step is timed to the end of its work (the loss is fetched); the figure is the
+median over `--steps` steps after `--warmup` steps (the first includes tracing and compilation).
+FLOPs per step are the paper's analytic count (backward = 1x forward, as `run_pretraining.py`
+logs it); the `*_bwd2x` figures use backward = 2x forward (closer to the real arithmetic).
+MFU = FLOP/s / `--peak_flops` (default: the numpy float32 matmul peak of the project's CPU).
+
+`--peer=hf` starts bench/peer_hf_step.py in a separate Python (`--peer_python`, which needs torch
+and transformers: bench/requirements.txt) on the same batch, with the same thread count, and
+alternates: `--rounds` times, our `--steps` steps then its `--steps` steps, so that both see the
+same machine load. ratio = ours / peer (seq/s).
+
+Prints one JSON line, then a table (unless --json_only).
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_size", "small", "small | base | large")
+flags.DEFINE_integer("batch_size", 32, "Sequences per step (global batch).")
+flags.DEFINE_integer("seq_len", 128, "Tokens per sequence.")
+flags.DEFINE_integer("steps", 10, "Measured steps (per round).")
+flags.DEFINE_integer("warmup", 3, "Unmeasured steps first (the first one compiles).")
+flags.DEFINE_integer("rounds", 1, "Measurement rounds (alternating with the peer).")
+flags.DEFINE_bool("jit_compile", True, "XLA-compile the step (the default of run_pretraining).")
+flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step.")
+flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
+flags.DEFINE_integer("embedding_size", None, "None: the preset's (128 for small).")
+flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads, ours and the peer's.")
+flags.DEFINE_float("peak_flops", 160e9, "Peak FLOP/s for MFU.")
+flags.DEFINE_enum("data", "synthetic", ["synthetic", "corpus"], "Where batches come from.")
+flags.DEFINE_enum("peer", "", ["", "hf"], "Also run the step in this framework.")
+flags.DEFINE_string("peer_python", "/work/venv-bench/bin/python", "Python with torch+transformers.")
+flags.DEFINE_bool("json_only", False, "Print only the JSON line.")
+flags.DEFINE_string("profile_dir", None, "Also trace 3 steps with tf.profiler into this folder.")
+flags.DEFINE_string("vocab_file", os.path.join(REPO, "data/vocab/vocab.txt"), "Vocab file.")
+flags.DEFINE_string("corpus", os.path.join(REPO, "data/corpus/enwiki_sample.txt"), "--data=corpus")
+
+
+def synthetic_batch(batch_size, seq_len, vocab_size, special, seed=0):
+    """[CLS] a [SEP] b [SEP] with random word ids (no padding), as numpy int32 arrays."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, vocab_size, size=(batch_size, seq_len), dtype=np.int32)
+    half = seq_len // 2
+    ids[:, 0] = special["cls"]
+    ids[:, half - 1] = special["sep"]
+    ids[:, -1] = special["sep"]
+    segment = np.zeros_like(ids)
+    segment[:, half:] = 1
+    return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment}
+
+
+def build_runner(tmp, tf):
+    from electra_tf.configs import PretrainingConfig
+    from electra_tf.training import PretrainingRunner
+
+    hparams = dict(
+        model_size=FLAGS.model_size,
+        train_batch_size=FLAGS.batch_size,
+        max_seq_length=FLAGS.seq_len,
+        jit_compile=FLAGS.jit_compile,
+        precision=FLAGS.precision,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        generator_hidden_size=FLAGS.generator_hidden_size,
+        vocab_file=FLAGS.vocab_file,
+        model_dir=os.path.join(tmp, "model"),
+        pretrain_tfrecords=os.path.join(tmp, "tfrecords", "pretrain_data.tfrecord*"),
+        distribution="one_device",
+        peak_flops=FLAGS.peak_flops,
+        log_every_steps=10**9,
+    )
+    if FLAGS.embedding_size:
+        hparams["embedding_size"] = FLAGS.embedding_size
+    config = PretrainingConfig("bench", tmp, **hparams)
+    return PretrainingRunner(config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+
+
+def make_iterators(runner, batch, tmp, tf):
+    if FLAGS.data == "corpus":
+        from electra_tf import pretraining_data
+
+        pretraining_data.build_dataset(
+            FLAGS.corpus,
+            FLAGS.vocab_file,
+            os.path.join(tmp, "tfrecords"),
+            max_seq_length=FLAGS.seq_len,
+            num_out_files=4,
+            verbose=False,
+        )
+        return runner._iterators(is_training=True)
+    with tf.device("/cpu:0"):
+        ds = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
+        return [iter(ds)]
+
+
+class Peer:
+    """bench/peer_hf_step.py in --serve mode in another Python."""
+
+    def __init__(self, spec_path):
+        if not os.path.exists(FLAGS.peer_python):
+            raise SystemExit(
+                f"error: --peer_python {FLAGS.peer_python} does not exist; create it with\n"
+                f"  python -m venv /work/venv-bench && /work/venv-bench/bin/pip install "
+                f"-r {os.path.join(REPO, 'bench/requirements.txt')}"
+            )
+        cmd = [
+            FLAGS.peer_python,
+            os.path.join(REPO, "bench", "peer_hf_step.py"),
+            "--spec",
+            spec_path,
+            "--threads",
+            str(FLAGS.threads),
+            "--serve",
+        ]
+        env = dict(os.environ, OMP_NUM_THREADS=str(FLAGS.threads))
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.info = self._read()
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"error: the peer exited ({self.proc.wait()})")
+        return json.loads(line)
+
+    def run(self, n):
+        self.proc.stdin.write(f"run {n}\n")
+        self.proc.stdin.flush()
+        return self._read()["step_times"]
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def peer_spec(runner, tmp, batch):
+    import numpy as np
+
+    c = runner.config
+    disc, gen = c.model_configs(len(runner.vocab))
+    if gen is None:
+        raise SystemExit("error: --peer=hf needs a separate generator (the default)")
+    batch_file = os.path.join(tmp, "batch.npz")
+    np.savez(batch_file, **batch)
+    spec = dict(
+        disc=disc.to_dict(),
+        gen=gen.to_dict(),
+        special_ids=runner.special_ids,
+        max_predictions=c.max_predictions_per_seq,
+        mask_prob=c.mask_prob,
+        gen_weight=c.gen_weight,
+        disc_weight=c.disc_weight,
+        temperature=c.temperature,
+        learning_rate=c.learning_rate,
+        weight_decay_rate=c.weight_decay_rate,
+        clip_norm=c.clip_norm,
+        gradient_accumulation_steps=c.gradient_accumulation_steps,
+        batch_file=batch_file,
+        seed=c.seed,
+    )
+    path = os.path.join(tmp, "peer_spec.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    return path
+
+
+def main(_):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    from electra_tf import flops as flops_lib
+
+    tmp = tempfile.mkdtemp(prefix="bench_train_step_")
+    t_build = time.perf_counter()
+    runner = build_runner(tmp, tf)
+    batch = synthetic_batch(
+        FLAGS.batch_size, FLAGS.seq_len, len(runner.vocab), runner.special_ids
+    )
+    iterators = make_iterators(runner, batch, tmp, tf)
+    if FLAGS.data == "corpus":  # the peer gets the pipeline's first batch
+        batch = {k: v.numpy() for k, v in next(iter(runner._iterators(True)[0])).items()}
+    train_fn = runner._make_train_fn()
+
+    def our_steps(n):
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            out = train_fn(iterators)
+            float(out["loss"])  # waits for the step
+            times.append(time.perf_counter() - t0)
+        return times
+
+    peer = Peer(peer_spec(runner, tmp, batch)) if FLAGS.peer else None
+    t0 = time.perf_counter()
+    our_steps(1)
+    compile_s = time.perf_counter() - t0
+    our_steps(max(FLAGS.warmup - 1, 0))
+    if peer:
+        peer.run(FLAGS.warmup)
+    ours, theirs = [], []
+    for _ in range(FLAGS.rounds):
+        ours += our_steps(FLAGS.steps)
+        if peer:
+            theirs += peer.run(FLAGS.steps)
+    if FLAGS.profile_dir:
+        tf.profiler.experimental.start(FLAGS.profile_dir)
+        our_steps(3)
+        tf.profiler.experimental.stop()
+    if peer:
+        peer.close()
+
+    c = runner.config
+    disc, gen = c.model_configs(len(runner.vocab))
+    flops_bwd2x = flops_lib.pretraining_flops_per_step(
+        disc,
+        gen,
+        batch_size=c.train_batch_size,
+        seq_len=c.max_seq_length,
+        objective="electra" if c.electra_objective else "mlm",
+        mask_prob=c.mask_prob,
+        backward_factor=2.0,
+    )
+    med = statistics.median(ours)
+    b, length = FLAGS.batch_size, FLAGS.seq_len
+    res = {
+        "seq_per_s": b / med,
+        "tokens_per_s": b * length / med,
+        "flops_per_s": runner.flops_per_step / med,
+        "mfu": runner.flops_per_step / med / FLAGS.peak_flops,
+        "flops_per_s_bwd2x": flops_bwd2x / med,
+        "mfu_bwd2x": flops_bwd2x / med / FLAGS.peak_flops,
+        "step_s_median": med,
+        "step_s_min": min(ours),
+        "step_s_max": max(ours),
+        "first_step_s": compile_s,
+        "flops_per_step": runner.flops_per_step,
+        "flops_per_step_bwd2x": flops_bwd2x,
+        "peak_flops": FLAGS.peak_flops,
+        "model_size": FLAGS.model_size,
+        "batch_size": b,
+        "seq_len": length,
+        "steps": FLAGS.steps,
+        "warmup": FLAGS.warmup,
+        "rounds": FLAGS.rounds,
+        "jit_compile": FLAGS.jit_compile,
+        "precision": FLAGS.precision,
+        "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
+        "generator_hidden_size": FLAGS.generator_hidden_size,
+        "threads": FLAGS.threads,
+        "data": FLAGS.data,
+        "tensorflow": tf.__version__,
+        "setup_s": t0 - t_build,
+    }
+    if peer:
+        pmed = statistics.median(theirs)
+        res.update(
+            peer=FLAGS.peer,
+            peer_seq_per_s=b / pmed,
+            peer_tokens_per_s=b * length / pmed,
+            peer_step_s_median=pmed,
+            peer_flops_per_s=runner.flops_per_step / pmed,
+            peer_mfu=runner.flops_per_step / pmed / FLAGS.peak_flops,
+            ratio=(b / med) / (b / pmed),
+            peer_torch=peer.info.get("torch"),
+            peer_transformers=peer.info.get("transformers"),
+            peer_parameters=peer.info.get("parameters"),
+        )
+        if FLAGS.precision != "float32":
+            res["peer_precision"] = "float32"
+        # per-round medians show how much the machine's load moved during the run
+        k = FLAGS.steps
+        res["rounds_seq_per_s"] = [
+            b / statistics.median(ours[i * k : (i + 1) * k]) for i in range(FLAGS.rounds)
+        ]
+        res["peer_rounds_seq_per_s"] = [
+            b / statistics.median(theirs[i * k : (i + 1) * k]) for i in range(FLAGS.rounds)
+        ]
+    print(json.dumps(res), flush=True)
+    if FLAGS.json_only:
+        return
+    rows = [("electra_tf (TF %s%s)" % (tf.__version__, ", XLA" if FLAGS.jit_compile else ""),
+             res["seq_per_s"], res["step_s_median"], res["flops_per_s"], res["mfu"])]
+    if peer:
+        rows.append((f"HF transformers {res['peer_transformers']} / torch {res['peer_torch']}",
+                     res["peer_seq_per_s"], pmed, res["peer_flops_per_s"], res["peer_mfu"]))
+    print(f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {FLAGS.precision}, "
+          f"{FLAGS.threads} threads, median of {FLAGS.steps * FLAGS.rounds} steps "
+          f"after {FLAGS.warmup} warm-up; {runner.flops_per_step / 1e9:.1f} GFLOP/step "
+          f"(paper convention), peak {FLAGS.peak_flops / 1e9:.0f} GFLOP/s")
+    print(f"{'':44s} {'seq/s':>8s} {'tokens/s':>9s} {'s/step':>7s} {'GFLOP/s':>8s} {'MFU':>6s}")
+    for name, seq_s, step_s, fl, mfu in rows:
+        print(f"{name:44s} {seq_s:8.2f} {seq_s * length:9.0f} {step_s:7.3f} {fl / 1e9:8.1f} "
+              f"{mfu:6.1%}")
+    if peer:
+        print(f"ratio ours / peer: {res['ratio']:.2f}")
+    print(f"(backward = 2x forward: {res['flops_per_s_bwd2x'] / 1e9:.1f} GFLOP/s, "
+          f"MFU {res['mfu_bwd2x']:.1%}; first step incl. compile {compile_s:.1f} s)")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,256 @@
+"""Scale-out and faults: MirroredStrategy, MultiWorkerMirroredStrategy, kill -9 resume, SIGTERM,
+non-finite losses, mixed precision.
+
+Training runs happen in subprocesses (logical devices and TF_CONFIG must be set before TensorFlow
+starts); they use a tiny model without dropout so that runs are comparable bit for bit where the
+maths allows.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = dict(
+    model_size="small",
+    embedding_size=32,
+    model_hparam_overrides=dict(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    ),
+    generator_hidden_size=0.5,
+    max_seq_length=32,
+    train_batch_size=4,
+    num_train_steps=6,
+    num_warmup_steps=2,
+    learning_rate=1e-3,
+    save_checkpoints_steps=2,
+    log_every_steps=1,
+    shuffle_buffer_size=1,
+    jit_compile=False,
+    seed=3,
+    deterministic=True,
+)
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+ENV.pop("TF_CONFIG", None)
+STEP_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.naninf+-]+)", re.M)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A small pretraining dataset: 2 equal shards from the first articles of the corpus."""
+    d = tmp_path_factory.mktemp("data")
+    corpus = d / "corpus.txt"
+    with open(os.path.join(REPO, "data", "corpus", "enwiki_sample.txt"), encoding="utf-8") as f:
+        corpus.write_text("".join(f.readlines()[:600]), encoding="utf-8")
+    code = f"""
+import shutil
+from electra_tf.pretraining_data import build_dataset
+shutil.copyfile({os.path.join(REPO, "data", "vocab", "vocab.txt")!r}, {str(d / "vocab.txt")!r})
+build_dataset({str(corpus)!r}, {str(d / "vocab.txt")!r}, {str(d / "pretrain_tfrecords")!r},
+              max_seq_length=32, num_out_files=2, verbose=False)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, cwd=REPO)
+    return str(d)
+
+
+def _pretrain(data_dir, name, hparams, env=None, **popen):
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "run_pretraining.py"),
+        f"--data_dir={data_dir}",
+        f"--model_name={name}",
+        f"--hparams={json.dumps(hparams)}",
+    ]
+    return subprocess.Popen(
+        cmd,
+        env=env or ENV,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
+def _losses(output):
+    return {int(s): float(v) for s, v in STEP_LINE.findall(output)}
+
+
+def _weights(data_dir, name):
+    """Variable path -> value of a run's final checkpoint (via the project's restore path)."""
+    code = f"""
+import json, sys, numpy as np, tensorflow as tf
+from electra_tf.configs import PretrainingConfig
+from electra_tf.training import build_pretrainer
+hp = json.load(open({os.path.join(data_dir, "models", name, "config.json")!r}))
+cfg = PretrainingConfig("x", "/x", **{{k: hp[k] for k in {sorted(TINY)!r}}})
+model = build_pretrainer(cfg, 30522, {{"pad": 0, "cls": 101, "sep": 102, "mask": 103}})
+ckpt = tf.train.Checkpoint(model=model)
+ckpt.restore(tf.train.latest_checkpoint({os.path.join(data_dir, "models", name)!r})).expect_partial()
+np.savez(sys.argv[1], **{{v.path.replace("/", "|"): v.numpy() for v in model.weights}})
+"""
+    out = os.path.join(data_dir, f"{name}_weights.npz")
+    subprocess.run([sys.executable, "-c", code, out], check=True, env=ENV, cwd=REPO)
+    return dict(np.load(out))
+
+
+def _run(data_dir, name, hparams, env=None, timeout=600):
+    p = _pretrain(data_dir, name, hparams, env=env)
+    out, _ = p.communicate(timeout=timeout)
+    assert p.returncode == 0, out[-3000:]
+    return out
+
+
+def test_mirrored_two_devices_equals_one_device(data_dir):
+    """Same global batch on one device and on MirroredStrategy over 2 logical CPUs: the loss
+    trajectory and final weights agree to float32 summation-order noise (rtol 1e-4)."""
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        import numpy as np, tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from electra_tf.configs import PretrainingConfig
+        from electra_tf.training import PretrainingRunner
+        results = {{}}
+        for name, strategy in [
+            ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
+            ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+        ]:
+            hp = dict(json.loads(sys.argv[1]), deterministic=False)
+            cfg = PretrainingConfig("mirror_" + name, {data_dir!r}, **hp)
+            runner = PretrainingRunner(cfg, strategy=strategy)
+            assert runner.num_replicas == (1 if name == "one" else 2)
+            runner.train()
+            results[name] = {{v.path: v.numpy() for v in runner.model.weights}}
+        diff = max(
+            float(np.max(np.abs(results["one"][k] - results["two"][k]))) for k in results["one"]
+        )
+        print("MAX_WEIGHT_DIFF", diff)
+        """
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(TINY)],
+        env=ENV,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    runs = p.stdout.split("training mirror_")
+    one, two = _losses(runs[1]), _losses(runs[2])
+    assert sorted(one) == sorted(two) == list(range(1, 7))
+    for step in one:
+        assert one[step] == pytest.approx(two[step], rel=1e-4), step
+    diff = float(re.search(r"MAX_WEIGHT_DIFF (\S+)", p.stdout).group(1))
+    assert diff < 1e-4, diff
+
+
+def _free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_multi_worker_lock_step_matches_single_worker(data_dir):
+    """Two worker processes (MultiWorkerMirroredStrategy via TF_CONFIG on localhost) log the same
+    loss at every step, equal to a single-worker run with the same global batch."""
+    single = _losses(_run(data_dir, "single", TINY))
+    ports = _free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs = []
+    for i in range(2):
+        env = dict(ENV)
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+        procs.append(_pretrain(data_dir, "multi", {**TINY, "distribution": "multi_worker"}, env))
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, out[-3000:]
+        outs.append(out)
+    w0, w1 = _losses(outs[0]), _losses(outs[1])
+    assert "on 2 replica(s)" in outs[0]
+    assert w0 == w1  # lock-step: both workers see the same all-reduced loss at every step
+    assert sorted(w0) == sorted(single) == list(range(1, 7))
+    for step in single:
+        assert w0[step] == pytest.approx(single[step], rel=1e-4), step
+    a, b = _weights(data_dir, "single"), _weights(data_dir, "multi")
+    assert max(float(np.max(np.abs(a[k] - b[k]))) for k in a) < 1e-4
+
+
+def test_kill_9_then_resume_matches_uninterrupted_run(data_dir):
+    hp = {**TINY, "num_train_steps": 10}
+    reference = _losses(_run(data_dir, "uninterrupted", hp))
+    p = _pretrain(data_dir, "killed", hp)
+    seen = ""
+    deadline = time.time() + 600
+    while time.time() < deadline:  # wait for step 5, past the checkpoint at step 4
+        line = p.stdout.readline()
+        seen += line
+        if line.startswith("step 5/"):
+            break
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL
+    resumed_out = _run(data_dir, "killed", hp)
+    assert re.search(r"resumed from \S+ckpt-4 at step 4", resumed_out), resumed_out[-2000:]
+    first, resumed = _losses(seen), _losses(resumed_out)
+    assert sorted(resumed) == list(range(5, 11))
+    for step, loss in {**first, **resumed}.items():
+        assert loss == reference[step], (step, loss, reference[step])
+    a, b = _weights(data_dir, "uninterrupted"), _weights(data_dir, "killed")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_sigterm_saves_a_checkpoint_and_non_finite_loss_stops(data_dir):
+    hp = {**TINY, "num_train_steps": 1000, "save_checkpoints_steps": 1000}
+    p = _pretrain(data_dir, "preempted", hp)
+    seen = ""
+    while True:
+        line = p.stdout.readline()
+        seen += line
+        if line.startswith("step 3/") or not line:
+            break
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=300)
+    seen += out
+    m = re.search(r"received signal 15: saved a checkpoint at step (\d+)", seen)
+    assert m, seen[-2000:]
+    assert p.returncode != 0
+    model_dir = os.path.join(data_dir, "models", "preempted")
+    assert os.path.exists(os.path.join(model_dir, f"ckpt-{m.group(1)}.index"))
+
+    bad = {**TINY, "learning_rate": 1e30, "num_train_steps": 20, "clip_norm": None}
+    p = _pretrain(data_dir, "diverged", bad)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 1
+    err = out.strip().splitlines()[-1]
+    assert re.match(r"error: non-finite loss \(\S+\) at step \d+; the last good checkpoint is ", err)
+
+
+def test_mixed_precision_runs_with_float32_sampling_and_losses(data_dir):
+    for precision in ("mixed_bfloat16", "mixed_float16"):
+        out = _run(data_dir, "mp_" + precision, {**TINY, "precision": precision, "deterministic": False})
+        losses = _losses(out)
+        assert sorted(losses) == list(range(1, 7))
+        assert all(np.isfinite(v) for v in losses.values())
