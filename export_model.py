@@ -11,6 +11,8 @@ input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair
 batches); loading it needs `import tensorflow_text`.
 """
 
+import os
+
 from absl import app, flags
 
 from electra_tf.errors import UserError, run_main
@@ -24,7 +26,9 @@ flags.DEFINE_string(
 flags.DEFINE_enum("head", "discriminator", ["discriminator", "generator", "encoder"], "Head.")
 flags.DEFINE_string("export_dir", None, "Output directory (must not exist or be empty).")
 flags.DEFINE_enum("format", "saved_model", ["saved_model", "original_checkpoint"], "Format.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab; default: vocab.txt beside the checkpoint.")
+flags.DEFINE_string(
+    "vocab_file", None, "WordPiece vocab; default: vocab.txt beside the checkpoint."
+)
 flags.DEFINE_integer("max_seq_length", 128, "Truncation/padding length of the text signatures.")
 flags.DEFINE_bool(
     "do_lower_case", None, "Lower-case text in serve_text; default: the run's, else true."
@@ -35,6 +39,8 @@ FLAGS = flags.FLAGS
 def main() -> None:
     if not FLAGS.checkpoint or not FLAGS.export_dir:
         raise UserError("--checkpoint and --export_dir are required")
+    if os.path.isdir(FLAGS.export_dir) and os.listdir(FLAGS.export_dir):  # before importing TF
+        raise UserError(f"{FLAGS.export_dir}: the export directory is not empty; choose a new one")
     from electra_tf import checkpoints, export
 
     export.check_export_dir(FLAGS.export_dir)

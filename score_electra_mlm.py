@@ -59,7 +59,12 @@ def main(_argv) -> None:
     latest = tf.train.latest_checkpoint(model_dir)
     if latest is None:
         raise UserError(f"no checkpoint in {model_dir}")
-    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+    status = tf.train.Checkpoint(model=model).restore(latest)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        raise UserError(f"{latest} does not match the run's config.json ({e})") from None
+    status.expect_partial()
     files = pretraining_data.check_tfrecords(config.pretrain_tfrecords, config.max_seq_length)
     batch_size = FLAGS.batch_size or config.eval_batch_size
     dataset = pretraining_data.pretraining_dataset(

@@ -129,7 +129,9 @@ def build_networks(
 def infer_generator_config(disc: ModelConfig, shapes: Dict[str, list]) -> Optional[ModelConfig]:
     """The generator config of an original checkpoint from its variable shapes (None when it has
     no separate generator). Heads follow the original's rule, max(1, hidden // 64)."""
-    layers = {int(m.group(1)) for n in shapes if (m := re.match(r"generator/encoder/layer_(\d+)/", n))}
+    layers = {
+        int(m.group(1)) for n in shapes if (m := re.match(r"generator/encoder/layer_(\d+)/", n))
+    }
     if not layers:
         return None
     hidden = shapes["generator/encoder/layer_0/attention/self/query/kernel"][1]

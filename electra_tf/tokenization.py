@@ -9,14 +9,20 @@ Two implementations of one behaviour:
 """
 
 import collections
+import functools
+import hashlib
 import itertools
+import operator
 import os
+import sys
+import tempfile
 import unicodedata
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import app, flags
+from tensorflow_text.core.pybinds import pywrap_fast_wordpiece_tokenizer_model_builder
 
 from electra_tf.errors import UserError, run_main
 
@@ -212,6 +218,10 @@ _NUM_CODEPOINTS = 0x110000
 _IDENTITY = -1  # placeholder in an expansion row: "the code point itself"
 _ROW_KEEP, _ROW_DROP, _ROW_SPACE, _ROW_PAD, _ROW_FINAL_SIGMA, _ROW_MN_SELF = 0, 1, 2, 3, 4, 5
 _CAPITAL_SIGMA = 0x3A3
+_CATEGORIES = (
+    "Cc Cf Cn Co Cs Ll Lm Lo Lt Lu Mc Me Mn Nd Nl No Pc Pd Pe Pf Pi Po Ps Sc Sk Sm So Zl Zp Zs"
+)
+_CATEGORIES = tuple(_CATEGORIES.split())  # unicodedata's general categories
 _TABLE_CACHE: dict[tuple[bool, bool], dict[str, np.ndarray]] = {}
 
 
@@ -253,16 +263,17 @@ def _sigma_class(char: str) -> int:
 
 
 def _build_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndarray]:
-    """Per-code-point tables with the reference semantics (cached; ~1-2 s to build).
+    """Per-code-point tables with the reference semantics (~0.3 s; cached, see `_load_tables`).
 
     `row_index[cp]` selects a row of two expansion tables: `kept_*` (combining marks kept, used
     when NFD's canonical reordering is needed) and `fast_*` (marks already dropped). `flags[cp]`:
     bits 0-1 the final-sigma class (dropped characters are skipped, i.e. case-ignorable), bit 2
     "its NFD has a surviving mark with a non-zero combining class" (reordering can matter).
+
+    This is `_char_expansion` and `_sigma_class` for every code point, computed with C-level
+    `map`s and numpy per block of code points: only the few thousand characters that lower-casing,
+    NFD, punctuation or whitespace change go through `_char_expansion` one by one.
     """
-    key = (bool(do_lower_case), bool(strip_accents))
-    if key in _TABLE_CACHE:
-        return _TABLE_CACHE[key]
     nfd = do_lower_case and strip_accents
     rows: list[tuple[int, ...]] = [(_IDENTITY,), (), (32,), (32, _IDENTITY, 32), (0x3C2,), ()]
     rows[_ROW_MN_SELF] = (_IDENTITY,)  # a combining mark itself: kept, or dropped on the fast path
@@ -270,32 +281,85 @@ def _build_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndar
     row_index = np.full(_NUM_CODEPOINTS, _ROW_DROP, np.int32)
     flags = np.full(_NUM_CODEPOINTS, 2, np.int8)
     props = np.zeros(_NUM_CODEPOINTS, np.int16)  # combining class | (is Mn) << 8
-    for cp in range(_NUM_CODEPOINTS):
-        char = chr(cp)
-        category = unicodedata.category(char)
+    category_codes = {c: i for i, c in enumerate(_CATEGORIES)}
+    unassigned = category_codes["Cn"]
+    is_other, is_mn, is_special = (
+        np.array([c[0] == "C" for c in _CATEGORIES]),
+        np.array([c == "Mn" for c in _CATEGORIES]),
+        np.array([c[0] == "P" or c == "Zs" for c in _CATEGORIES]),
+    )
+    ascii_special = np.zeros(128, bool)  # ASCII punctuation (some are symbols) and whitespace
+    ascii_special[[cp for cp in range(128) if _is_punctuation(chr(cp)) or chr(cp).isspace()]] = 1
+    sigma_suffix = itertools.repeat("\u03a3")
+    block = 0x10000
+    for base in range(0, _NUM_CODEPOINTS, block):
+        cps = np.arange(base, base + block)
+        all_chars = list(map(chr, range(base, base + block)))
+        codes = np.fromiter(
+            map(category_codes.__getitem__, map(unicodedata.category, all_chars)), np.int8, block
+        )
+        mn = is_mn[codes]
+        combining = np.zeros(block, np.int16)
+        if nfd:  # (unassigned code points have combining class 0)
+            assigned = np.flatnonzero(codes != unassigned).tolist()
+            values = map(unicodedata.combining, map(all_chars.__getitem__, assigned))
+            combining[assigned] = np.fromiter(values, np.int16, len(assigned))
+            props[base : base + block] = combining | (mn.astype(np.int16) << 8)
+        # C* characters are dropped (row and flags as initialised) but tab, newline and carriage
+        # return (Cc), which become spaces.
+        todo = np.flatnonzero(~is_other[codes] | np.isin(cps, (9, 10, 13)))
+        todo_cps = cps[todo]
+        chars = list(map(all_chars.__getitem__, todo.tolist()))
+        n = len(chars)
+        text = list(map(str.lower, chars)) if do_lower_case else chars
         if nfd:
-            props[cp] = unicodedata.combining(char) | ((category == "Mn") << 8)
-        if category[0] == "C" and cp not in (9, 10, 13):
-            continue
-        out = _char_expansion(char, do_lower_case, strip_accents)
-        if out == char:
-            row = _ROW_MN_SELF if nfd and category == "Mn" else _ROW_KEEP
-        elif out == "":
-            row = _ROW_DROP
-        elif out == " ":
-            row = _ROW_SPACE
-        elif out == f" {char} ":
-            row = _ROW_PAD
-        else:
-            values = tuple(ord(c) for c in out)
-            row = row_ids.get(values)
-            if row is None:
-                row = row_ids[values] = len(rows)
-                rows.append(values)
-        row_index[cp] = row
-        flags[cp] = _sigma_class(char) if do_lower_case and row != _ROW_SPACE else 0
-        if nfd and any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in out):
-            flags[cp] |= 4
+            text = list(map(functools.partial(unicodedata.normalize, "NFD"), text))
+        # The character itself (padded if CJK): unchanged by lower-casing/NFD, not punctuation,
+        # not whitespace, not U+FFFD. The others go through `_char_expansion`.
+        plain = np.fromiter(map(str.__eq__, text, chars), bool, n)
+        plain &= ~is_special[codes[todo]] & ~np.fromiter(map(str.isspace, chars), bool, n)
+        plain &= todo_cps != 0xFFFD
+        small = todo_cps < 128
+        plain[small] &= ~ascii_special[todo_cps[small]]
+        cjk = np.fromiter(map(_is_chinese_char, todo_cps.tolist()), bool, n)
+        todo_mn = mn[todo]
+        rows_here = np.where(cjk, _ROW_PAD, np.where(todo_mn & nfd, _ROW_MN_SELF, _ROW_KEEP))
+        marks = (combining[todo] != 0) & ~todo_mn if nfd else np.zeros(n, bool)
+        for k in np.flatnonzero(~plain).tolist():
+            char = chars[k]
+            out = _char_expansion(char, do_lower_case, strip_accents)
+            if out == char:
+                row = _ROW_MN_SELF if nfd and todo_mn[k] else _ROW_KEEP
+            elif out == "":
+                row = _ROW_DROP
+            elif out == " ":
+                row = _ROW_SPACE
+            elif out == f" {char} ":
+                row = _ROW_PAD
+            else:
+                values = tuple(ord(c) for c in out)
+                row = row_ids.get(values)
+                if row is None:
+                    row = row_ids[values] = len(rows)
+                    rows.append(values)
+            rows_here[k] = row
+            marks[k] = nfd and any(
+                unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in out
+            )
+        row_index[todo_cps] = rows_here
+        sigma = np.zeros(n, np.int8)
+        if do_lower_case:  # `_sigma_class`: 1 if cased, else 2 if case-ignorable
+            last = operator.itemgetter(-1)
+            with_sigma = list(map(str.__add__, chars, sigma_suffix))
+            cased = map("\u03c2".__eq__, map(last, map(str.lower, with_sigma)))
+            ignorable = map(
+                "\u03c2".__eq__, map(last, map(str.lower, map("A".__add__, with_sigma)))
+            )
+            sigma = np.where(
+                np.fromiter(cased, bool, n), 1, np.where(np.fromiter(ignorable, bool, n), 2, 0)
+            )
+            sigma[rows_here == _ROW_SPACE] = 0
+        flags[todo_cps] = sigma | np.where(marks, 4, 0)
     if do_lower_case:
         # Non-final capital sigma; the final form is chosen in the graph.
         assert _char_expansion("\u03a3", True, strip_accents) == "\u03c3"
@@ -315,8 +379,112 @@ def _build_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndar
     tables = {"row_index": row_index, "flags": flags, "props": props}
     tables["kept_values"], tables["kept_splits"] = ragged(rows)
     tables["fast_values"], tables["fast_splits"] = ragged(fast)
+    return tables
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up cost. A new process (each dataset-building worker) would spend seconds computing the
+# character tables (a pass over all 1.1M code points in Python) and building the WordPiece models
+# (FastWordpieceTokenizer's builder, then its `tf.constant(list(buffer))`); both are cached in
+# files (`cache_dir()`), keyed by everything they depend on, and loaded in milliseconds.
+# ---------------------------------------------------------------------------------------------
+
+CACHE_DIR_ENV = "ELECTRA_TF_CACHE_DIR"
+_TABLE_KEYS = ("row_index", "flags", "props")
+_TABLE_KEYS += ("kept_values", "kept_splits", "fast_values", "fast_splits")
+with open(__file__, "rb") as _f:
+    _SOURCE_DIGEST = hashlib.sha256(_f.read()).hexdigest()  # of the code that runs
+_MODEL_CACHE: dict[tuple, tf.Tensor] = {}
+
+
+def cache_dir() -> str | None:
+    """Where the tokenizer's tables and models are cached: $ELECTRA_TF_CACHE_DIR (set but empty:
+    no disk cache), else $XDG_CACHE_HOME/electra_tf, else ~/.cache/electra_tf."""
+    path = os.environ.get(CACHE_DIR_ENV)
+    if path is not None:
+        return path or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "electra_tf")
+
+
+def _cache_file(kind: str, *key: object) -> str | None:
+    """A cache file name for `key` plus what every cached object depends on: this module's source
+    (any edit rebuilds), Python's Unicode database (`str.lower`/`unicodedata`) and versions."""
+    directory = cache_dir()
+    if directory is None:
+        return None
+    full_key = (key, _SOURCE_DIGEST, sys.version_info[:2], unicodedata.unidata_version)
+    full_key += (np.__version__, tf_text.__version__)
+    digest = hashlib.sha256(repr(full_key).encode()).hexdigest()[:24]
+    return os.path.join(directory, f"{kind}-{digest}")
+
+
+def _write_atomically(path: str, write) -> None:
+    """`write(file)` to a temporary file, then renamed to `path` (readers never see a partial
+    file); errors are ignored: the cache is only an optimisation."""
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            dir=os.path.dirname(path), suffix=".tmp", delete=False
+        ) as f:
+            tmp = f.name
+            write(f)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndarray]:
+    """`_build_tables`, cached in this process and in a file (an .npz: zip checks its CRCs)."""
+    key = (bool(do_lower_case), bool(strip_accents))
+    if key in _TABLE_CACHE:
+        return _TABLE_CACHE[key]
+    path = _cache_file("tokenization_tables", *key)
+    tables = None
+    if path is not None and os.path.isfile(path + ".npz"):
+        try:
+            with np.load(path + ".npz", allow_pickle=False) as data:
+                tables = {name: data[name] for name in _TABLE_KEYS}
+            if tables["row_index"].shape != (_NUM_CODEPOINTS,):
+                tables = None
+        except Exception:  # noqa: BLE001 (unreadable: rebuild it)
+            tables = None
+    if tables is None:
+        tables = _build_tables(*key)
+        if path is not None:
+            _write_atomically(path + ".npz", lambda f: np.savez(f, **tables))
     _TABLE_CACHE[key] = tables
     return tables
+
+
+def _fast_wordpiece(
+    vocab: dict[str, int], unk_token: str, max_bytes_per_word: int, no_pretokenization: bool
+) -> tf_text.FastWordpieceTokenizer:
+    """FastWordpieceTokenizer (int32 ids) on `_wordpiece_vocab_list(vocab)`, its model cached in
+    this process and in a file (its sha256 appended and checked)."""
+    vocab_digest = hashlib.sha256("\n".join(f"{t}\t{i}" for t, i in vocab.items()).encode())
+    key = (vocab_digest.hexdigest(), unk_token, max_bytes_per_word, no_pretokenization)
+    model = _MODEL_CACHE.get(key)
+    path = _cache_file("wordpiece_model", *key)
+    if model is None and path is not None and os.path.isfile(path + ".bin"):
+        with open(path + ".bin", "rb") as f:
+            data = f.read()
+        if len(data) > 32 and hashlib.sha256(data[:-32]).digest() == data[-32:]:
+            model = tf.constant(np.frombuffer(data[:-32], np.uint8))
+    if model is None:
+        buffer = pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
+            _wordpiece_vocab_list(vocab), max_bytes_per_word, "##", unk_token,
+            no_pretokenization, False,
+        )  # fmt: skip
+        model = tf.constant(np.frombuffer(buffer, np.uint8))  # (not `list(buffer)`: slow)
+        if path is not None:
+            _write_atomically(
+                path + ".bin", lambda f: f.write(buffer + hashlib.sha256(buffer).digest())
+            )
+    _MODEL_CACHE[key] = model
+    return tf_text.FastWordpieceTokenizer(model_buffer=model, token_out_type=tf.int32)
 
 
 def _wordpiece_vocab_list(vocab: dict[str, int]) -> list[str]:
@@ -328,7 +496,7 @@ def _wordpiece_vocab_list(vocab: dict[str, int]) -> list[str]:
     size = max(vocab.values()) + 1 if vocab else 0
     tokens = [f"[electra_tf placeholder {i}]" for i in range(size)]
     for token, index in vocab.items():
-        if token and token != "##" and not any(c.isspace() for c in token):
+        if token != "##" and token.split() == [token]:  # non-empty, no whitespace
             tokens[index] = token
     return tokens
 
@@ -365,16 +533,9 @@ class GraphTokenizer(tf.Module):
         self.strip_accents = bool(strip_accents)
         self.unk_token = unk_token
         self.vocab_file = tf.saved_model.Asset(vocab_file)
-        for key, value in _build_tables(self.do_lower_case, self.strip_accents).items():
+        for key, value in _load_tables(self.do_lower_case, self.strip_accents).items():
             setattr(self, f"_{key}", tf.Variable(value, trainable=False, name=key))
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=_wordpiece_vocab_list(vocab),
-            suffix_indicator="##",
-            max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
-            token_out_type=tf.int32,
-            unknown_token=unk_token,
-            no_pretokenization=True,
-        )
+        self._wordpiece = _fast_wordpiece(vocab, unk_token, 4 * MAX_CHARS_PER_WORD, True)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def basic_tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
@@ -384,6 +545,10 @@ class GraphTokenizer(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
         """[batch] UTF-8 strings -> WordPiece ids, RaggedTensor[int32] [batch, (tokens)]."""
+        return self._tokenize(strings)
+
+    def _tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        """`tokenize`'s computation; also run eagerly by `FullTokenizer` (no tracing to pay)."""
         words = self._basic_tokenize(strings)
         flat = words.flat_values
         too_long = tf.strings.length(flat, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
@@ -490,6 +655,11 @@ def _load_vocab_checked(vocab_file: str) -> dict[str, int]:
     return vocab
 
 
+# Control characters (Cc) but tab, newline and carriage return: what `_clean_text` drops from
+# ASCII text (as RE2 character classes).
+_ASCII_DROPPED_RE = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]"
+
+
 class FullTokenizer:
     """BERT tokenizer with the reference's exact ids, computed with tensorflow-text.
 
@@ -504,18 +674,39 @@ class FullTokenizer:
         >>> tok = FullTokenizer("data/vocab/vocab.txt")
         >>> tok.tokenize("Héllo, World!")
         ['hello', ',', 'world', '!']
+
+    `tokenize_to_ids` runs eagerly (no tf.function to trace: a new process, e.g. a dataset-building
+    worker, starts in well under a second) along two paths:
+      * ASCII strings (most English text): control characters dropped with a regex, ASCII
+        lower-casing, then FastWordpieceTokenizer's own BERT pre-tokenization (split on whitespace
+        and punctuation, which for ASCII are exactly BERT's; a word over 200 bytes, i.e. 200
+        characters, is `[UNK]`). No per-character tables are needed.
+      * other strings: `GraphTokenizer`'s computation (the per-character tables, loaded from the
+        disk cache, see `_load_tables`), run eagerly.
     """
 
     batch_size = 8192
 
     def __init__(self, vocab_file: str, do_lower_case: bool = True, strip_accents: bool = True):
         self.vocab = _load_vocab_checked(vocab_file)
+        if "[UNK]" not in self.vocab:
+            raise UserError(f"vocab file {vocab_file} has no [UNK] token")
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.strip_accents = strip_accents
         self.basic_tokenizer = BasicTokenizer(do_lower_case, strip_accents)
-        self.graph_tokenizer = GraphTokenizer(vocab_file, do_lower_case, strip_accents)
+        self._graph_tokenizer: GraphTokenizer | None = None  # built when first needed
+        self._ascii_wordpiece: tf_text.FastWordpieceTokenizer | None = None
         self._reference = None
+
+    @property
+    def graph_tokenizer(self) -> GraphTokenizer:
+        if self._graph_tokenizer is None:
+            self._graph_tokenizer = GraphTokenizer(
+                self.vocab_file, self.do_lower_case, self.strip_accents
+            )
+        return self._graph_tokenizer
 
     def make_graph_tokenizer(self) -> GraphTokenizer:
         """The in-graph tokenizer (a tf.Module) for tf.function / SavedModel signatures."""
@@ -531,21 +722,28 @@ class FullTokenizer:
         return [self.inv_vocab[i] for i in ids]
 
     def tokenize_to_ids(self, texts: list[str]) -> list[list[int]]:
-        encoded, fallback = [], []
+        ascii_rows, ascii_bytes, other_rows, other_bytes, fallback = [], [], [], [], []
         for i, text in enumerate(texts):
+            if text.isascii():
+                ascii_rows.append(i)
+                ascii_bytes.append(text.encode("ascii"))
+                continue
             try:
-                encoded.append(text.encode("utf-8"))
+                other_bytes.append(text.encode("utf-8"))
+                other_rows.append(i)
             except UnicodeEncodeError:  # lone surrogates: the reference path, for this string only
-                encoded.append(b"")
                 fallback.append(i)
-        result: list[list[int]] = []
-        for start in range(0, len(encoded), self.batch_size):
-            ids = self.graph_tokenizer.tokenize(
-                tf.constant(encoded[start : start + self.batch_size])
-            )
-            values = ids.flat_values.numpy().tolist()
-            splits = ids.row_splits.numpy().tolist()
-            result.extend(values[a:b] for a, b in itertools.pairwise(splits))
+        result: list[list[int]] = [[] for _ in texts]
+        for rows, encoded, tokenize in (
+            (ascii_rows, ascii_bytes, self._tokenize_ascii),
+            (other_rows, other_bytes, self._tokenize_unicode),
+        ):
+            for start in range(0, len(encoded), self.batch_size):
+                ids = tokenize(tf.constant(encoded[start : start + self.batch_size]))
+                values = ids.flat_values.numpy().tolist()
+                splits = ids.row_splits.numpy().tolist()
+                for i, a, b in zip(rows[start:], splits, splits[1:]):
+                    result[i] = values[a:b]
         if fallback:
             if self._reference is None:
                 self._reference = ReferenceTokenizer.__new__(ReferenceTokenizer)
@@ -555,6 +753,18 @@ class FullTokenizer:
             for i in fallback:
                 result[i] = self._reference.tokenize_to_ids([texts[i]])[0]
         return result
+
+    def _tokenize_ascii(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        """[batch] ASCII strings -> ids (see the class docstring)."""
+        if self._ascii_wordpiece is None:
+            self._ascii_wordpiece = _fast_wordpiece(self.vocab, "[UNK]", MAX_CHARS_PER_WORD, False)
+        strings = tf.strings.regex_replace(strings, _ASCII_DROPPED_RE, "")
+        if self.do_lower_case:
+            strings = tf.strings.lower(strings)  # ASCII only (no encoding given)
+        return self._ascii_wordpiece.tokenize(strings)
+
+    def _tokenize_unicode(self, strings: tf.Tensor) -> tf.RaggedTensor:
+        return self.graph_tokenizer._tokenize(strings)
 
 
 def _define_flags() -> None:

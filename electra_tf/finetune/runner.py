@@ -65,7 +65,8 @@ def resolve_checkpoint(path: str) -> str | None:
         prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
         if not prefixes:
             return None
-        number = lambda p: int(re.search(r"(\d*)$", p).group(1) or -1)
+        def number(p):
+            return int(re.search(r"(\d*)$", p).group(1) or -1)
         return os.path.join(path, max(prefixes, key=lambda p: (number(p), p)))
     if tf.io.gfile.exists(path + ".index"):
         return path

@@ -295,7 +295,12 @@ class ElectraPretrainer(keras.Model):
         nll = tf.reduce_logsumexp(mlm_logits, axis=-1) - target_logit
         mlm_sum = tf.reduce_sum(weights * nll)
         out = {"mlm_loss_sum": mlm_sum, "mlm_weight_sum": tf.reduce_sum(weights)}
-        total = 0.0 if self.adversarial_generator else self.gen_weight * mlm_sum / mlm_den
+        # a generator trained by REINFORCE has no MLM loss; a unigram generator's is a constant
+        # (huge for tokens absent from the counts), so it is reported but left out of the loss
+        if self.adversarial_generator or self.unigram_logits is not None:
+            total = 0.0
+        else:
+            total = self.gen_weight * mlm_sum / mlm_den
         if with_eval_stats:
             preds = tf.argmax(mlm_logits, -1, output_type=tf.int32)
             out["mlm_correct"] = tf.reduce_sum(

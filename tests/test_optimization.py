@@ -1,0 +1,76 @@
+"""ELECTRA AdamW and the learning-rate schedule against hand computations."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.optimization import ElectraAdamW, ElectraSchedule, layer_depth
+
+
+class _Var:
+    """A tf.Variable with an explicit path, as Keras variables have."""
+
+    def __init__(self, path, value):
+        self.path = path
+        self.var = tf.Variable(np.array(value, np.float32))
+
+    def __getattr__(self, name):
+        return getattr(self.var, name)
+
+
+def test_schedule_is_decay_times_warmup():
+    s = ElectraSchedule(1e-3, num_train_steps=100, warmup_steps=10)
+    # lr(t) = 1e-3 * (1 - t/100) * min(1, t/10)
+    for t, expected in [(0, 0.0), (5, 1e-3 * 0.95 * 0.5), (10, 1e-3 * 0.9), (50, 5e-4), (100, 0.0)]:
+        assert float(s(t)) == pytest.approx(expected, rel=1e-6, abs=1e-12)  # float32
+    assert float(s(150)) == 0.0
+    sq = ElectraSchedule(1.0, 100, 0, power=2.0)
+    assert float(sq(50)) == pytest.approx(0.25)
+
+
+def test_two_updates_by_hand_with_decay_exclusions_and_clipping():
+    kernel = _Var("electra/encoder/layer_0/attention/self/query/kernel", [[1.0, -2.0], [0.5, 3.0]])
+    bias = _Var("electra/encoder/layer_0/attention/self/query/bias", [0.1, -0.1])
+    gamma = _Var("electra/encoder/layer_0/output/LayerNorm/gamma", [1.0, 1.0])
+    variables = [kernel.var, bias.var, gamma.var]
+    for v, w in zip(variables, (kernel, bias, gamma)):
+        v.path = w.path  # the optimizer reads variable paths
+    opt = ElectraAdamW(0.1, variables, weight_decay_rate=0.01, clip_norm=1.0)
+    grads_seq = [
+        [np.array([[3.0, 0.0], [0.0, 4.0]]), np.array([0.0, 0.0]), np.array([0.0, 0.0])],
+        [np.array([[0.1, 0.2], [0.0, 0.0]]), np.array([0.3, 0.0]), np.array([0.0, -0.2])],
+    ]
+    w = [np.array(v.numpy(), np.float64) for v in variables]
+    m = [np.zeros_like(x) for x in w]
+    s = [np.zeros_like(x) for x in w]
+    decays = [True, False, False]  # bias and LayerNorm are excluded from weight decay
+    for grads in grads_seq:
+        # global-norm clipping to 1.0 (the first step has norm 5 -> scaled by 1/5)
+        norm = np.sqrt(sum(np.sum(g**2) for g in grads))
+        scale = 1.0 / max(norm, 1.0)
+        clipped, _ = opt.clip([tf.constant(g, tf.float32) for g in grads])
+        opt.apply_gradients(clipped)
+        for i, g in enumerate(grads):
+            g = g * scale
+            m[i] = 0.9 * m[i] + 0.1 * g
+            s[i] = 0.999 * s[i] + 0.001 * g**2
+            update = m[i] / (np.sqrt(s[i]) + 1e-6)  # no bias correction, eps outside the sqrt
+            if decays[i]:
+                update = update + 0.01 * w[i]
+            w[i] = w[i] - 0.1 * update
+    for v, expected in zip(variables, w):
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-5, atol=1e-7)
+    assert int(opt.iterations.numpy()) == 2
+    # first step, kernel[0,0]: g = 0.6, m = 0.06, v = 0.00036, u = 0.06/(0.018974+1e-6) = 3.16212
+    # w = 1 - 0.1*(3.16212 + 0.01) = 0.682788 (before step 2); a spot check of the algebra above
+    g = 0.6
+    u = 0.1 * g / (np.sqrt(0.001 * g * g) + 1e-6)
+    assert 1 - 0.1 * (u + 0.01) == pytest.approx(0.682788, abs=1e-5)
+
+
+def test_layer_depths_follow_the_original():
+    assert layer_depth("electra/embeddings/word_embeddings", 12) == 0
+    assert layer_depth("electra/embeddings_project/kernel", 12) == 0
+    assert layer_depth("electra/encoder/layer_0/output/dense/kernel", 12) == 1
+    assert layer_depth("electra/encoder/layer_11/output/dense/kernel", 12) == 12
+    assert layer_depth("task_specific/sst/dense/kernel", 12) == 14
