@@ -157,7 +157,7 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         ):
             loss = losses(ids, m, s, mlm_den, disc_den)
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         torch.nn.utils.clip_grad_norm_(all_params, clip)
         opt.step()
         return total

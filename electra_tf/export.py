@@ -283,11 +283,12 @@ class ServingModule(tf.Module):
         return out
 
     @tf.function(
+        autograph=False,
         input_signature=[
             tf.TensorSpec([None, None], tf.int32, name="input_ids"),
             tf.TensorSpec([None, None], tf.int32, name="input_mask"),
             tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
-        ]
+        ],
     )
     def serve(self, input_ids, input_mask, segment_ids):
         return self._outputs(input_ids, input_mask, segment_ids)
@@ -321,15 +322,16 @@ class ServingModule(tf.Module):
         }
         return {**features, **self._outputs(**features)}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve_text(self, text):
         return self._pack(self.tokenizer.tokenize(text), None)
 
     @tf.function(
+        autograph=False,
         input_signature=[
             tf.TensorSpec([None], tf.string, name="text_a"),
             tf.TensorSpec([None], tf.string, name="text_b"),
-        ]
+        ],
     )
     def serve_text_pair(self, text_a, text_b):
         return self._pack(self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b))

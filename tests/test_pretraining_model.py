@@ -175,3 +175,29 @@ def test_mlm_objective_has_no_discriminator():
     out = model.compute(_batch(), step=0, seed=0)
     assert "disc_loss_sum" not in out
     np.testing.assert_allclose(out["loss"], out["mlm_loss_sum"] / (out["mlm_weight_sum"] + 1e-6))
+
+
+@pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_keeps_sampling_softmax_layernorm_and_losses_in_float32(precision):
+    config, model = _tiny_model(precision=precision)
+    assert model.discriminator.layer_0.query.compute_dtype == precision.split("_")[1]
+    assert all(v.dtype == "float32" for v in model.trainable_weights)
+    batch = _batch(3)
+    fn = tf.function(lambda b: model.compute(b, step=1, seed=2, training=True, dropout_seed=[1, 2]))
+    out = fn(batch)
+    for key in ("loss", "mlm_loss_sum", "disc_loss_sum"):
+        assert out[key].dtype == tf.float32 and np.isfinite(out[key].numpy())
+    ops = fn.get_concrete_function(batch).graph.get_operations()
+    half = tf.float16 if precision == "mixed_float16" else tf.bfloat16
+
+    def dtypes(op_type):
+        return {o.outputs[0].dtype for o in ops if o.type == op_type}
+
+    # matmuls run in half precision ...
+    assert half in dtypes("BatchMatMulV2") | dtypes("MatMul")
+    # ... but Gumbel noise (Log), the sample's argmax, softmaxes, LayerNorm statistics
+    # (Rsqrt) and the losses' log-sum-exp and sigmoid cross-entropy are float32
+    for op_type in ("Log", "Softmax", "Rsqrt", "Log1p"):
+        assert dtypes(op_type) <= {tf.float32}, (op_type, dtypes(op_type))
+    argmax_inputs = {o.inputs[0].dtype for o in ops if o.type == "ArgMax"}
+    assert argmax_inputs == {tf.float32}

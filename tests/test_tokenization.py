@@ -1,9 +1,12 @@
 """FullTokenizer (tensorflow-text) against ids read off data/vocab/vocab.txt and the reference."""
 
 import os
+import random
 import subprocess
 import sys
+import unicodedata
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -46,18 +49,30 @@ def reference():
     return tokenization.ReferenceTokenizer(VOCAB)
 
 
+SETTINGS = [(True, True), (True, False), (False, True)]
+
+
+@pytest.fixture(scope="module")
+def tokenizers():
+    """(lower, strip) -> (FullTokenizer, ReferenceTokenizer), built once for the module."""
+    return {
+        key: (tokenization.FullTokenizer(VOCAB, *key), tokenization.ReferenceTokenizer(VOCAB, *key))
+        for key in SETTINGS
+    }
+
+
 @pytest.mark.parametrize("text,ids", UNCASED_CASES)
 def test_hand_derived_ids(uncased, reference, text, ids):
     assert uncased.tokenize_to_ids([text]) == [ids]
     assert reference.tokenize_to_ids([text]) == [ids]
 
 
-def test_accents_without_lower_casing():
+def test_accents_without_lower_casing(tokenizers):
     # Without lower-casing accents are never stripped: "café" has no wordpiece split ("##é" is not
     # in the uncased vocab) -> [UNK]; "Hello" keeps its capital -> [UNK]; "hello" -> 7592.
-    cased = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
+    cased = tokenizers[False, True][0]
     assert cased.tokenize_to_ids(["café Hello hello"]) == [[100, 100, 7592]]
-    lower_only = tokenization.FullTokenizer(VOCAB, do_lower_case=True, strip_accents=False)
+    lower_only = tokenizers[True, False][0]
     assert lower_only.tokenize_to_ids(["café Hello"]) == [[100, 7592]]
 
 
@@ -69,8 +84,11 @@ def test_methods(uncased):
     assert uncased.basic_tokenizer.tokenize("Héllo, World!") == ["hello", ",", "world", "!"]
 
 
-def test_graph_tokenizer_in_tf_function(uncased):
+def test_graph_tokenizer_in_tf_function(uncased, reference):
+    # FullTokenizer runs the same computation eagerly; the traced graph must agree too.
     graph = uncased.make_graph_tokenizer()
+    texts = [t for t in NASTY if t.isascii() or "\ud800" not in t] + [c[0] for c in UNCASED_CASES]
+    assert graph.tokenize(tf.constant(texts)).to_list() == reference.tokenize_to_ids(texts)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def serve(texts):
@@ -104,10 +122,9 @@ NASTY = [
 ]
 
 
-@pytest.mark.parametrize("lower,strip", [(True, True), (True, False), (False, True)])
-def test_matches_reference_on_nasty_unicode(lower, strip):
-    full = tokenization.FullTokenizer(VOCAB, lower, strip)
-    ref = tokenization.ReferenceTokenizer(VOCAB, lower, strip)
+@pytest.mark.parametrize("lower,strip", SETTINGS)
+def test_matches_reference_on_nasty_unicode(tokenizers, lower, strip):
+    full, ref = tokenizers[lower, strip]
     for text in NASTY:
         assert full.tokenize_to_ids([text]) == ref.tokenize_to_ids([text]), repr(text)
     assert full.tokenize_to_ids(NASTY) == ref.tokenize_to_ids(NASTY)
@@ -117,6 +134,101 @@ def test_matches_reference_on_corpus(uncased, reference):
     with open(CORPUS, encoding="utf-8") as f:
         lines = [next(f).rstrip("\n") for _ in range(2000)]
     assert uncased.tokenize_to_ids(lines) == reference.tokenize_to_ids(lines)
+
+
+def random_ascii_texts(rng: random.Random, count: int) -> list:
+    words = ["hello", "World", "unaffable", "##", "[UNK]", "[CLS]", "a.b", "don't", "U.S.A."]
+    words += ["x" * 199, "y" * 200, "z" * 201, "Ab" * 100 + "!", "Ab" * 101]
+    spaces = [" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "  "]
+    texts = ["".join(map(chr, range(128))), "".join(map(chr, range(127, -1, -1)))]
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(0, 12)):
+            r = rng.random()
+            if r < 0.4:
+                parts.append(rng.choice(words))
+            elif r < 0.8:
+                parts.append("".join(chr(rng.randrange(128)) for _ in range(rng.randint(1, 8))))
+            else:
+                parts.append(rng.choice(spaces))
+        texts.append(rng.choice(["", " "]).join(parts))
+    return texts
+
+
+@pytest.mark.parametrize("lower,strip", SETTINGS)
+def test_ascii_fast_path_matches_reference(tokenizers, lower, strip):
+    # ASCII strings skip the per-character tables (FastWordpieceTokenizer's own pre-tokenization).
+    full, ref = tokenizers[lower, strip]
+    texts = random_ascii_texts(random.Random(f"{lower}{strip}"), 1500)
+    assert full.tokenize_to_ids(texts) == ref.tokenize_to_ids(texts)
+    mixed = [t + ("é" if i % 3 == 0 else "") for i, t in enumerate(texts[:300])]  # both paths
+    assert full.tokenize_to_ids(mixed) == ref.tokenize_to_ids(mixed)
+
+
+def test_tables_match_char_expansion():
+    # The bulk (numpy/map) table construction against `_char_expansion`/`_sigma_class` applied to
+    # every code point one by one (the definition), for the uncased setting.
+    tables = tokenization._load_tables(True, True)
+    kept_values, kept_splits = tables["kept_values"], tables["kept_splits"]
+    fast_values, fast_splits = tables["fast_values"], tables["fast_splits"]
+    kept_rows = [tuple(kept_values[a:b]) for a, b in zip(kept_splits[:-1], kept_splits[1:])]
+    fast_rows = [tuple(fast_values[a:b]) for a, b in zip(fast_splits[:-1], fast_splits[1:])]
+    row_index, flags, props = (tables[k].tolist() for k in ("row_index", "flags", "props"))
+    for cp in range(tokenization._NUM_CODEPOINTS):
+        char = chr(cp)
+        category = unicodedata.category(char)
+        assert props[cp] == unicodedata.combining(char) | ((category == "Mn") << 8), hex(cp)
+        if category[0] == "C" and cp not in (9, 10, 13):
+            assert (row_index[cp], flags[cp]) == (tokenization._ROW_DROP, 2), hex(cp)
+            continue
+        out = tokenization._char_expansion(char, True, True)
+        row = row_index[cp]
+        expected = tuple(map(ord, out))
+        assert tuple(cp if v == -1 else v for v in kept_rows[row]) == expected, hex(cp)
+        expected = tuple(v for v in expected if unicodedata.category(chr(v)) != "Mn")
+        assert tuple(cp if v == -1 else v for v in fast_rows[row]) == expected, hex(cp)
+        sigma = tokenization._sigma_class(char) if out != " " else 0
+        mark = any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in out)
+        assert flags[cp] == sigma | (4 * mark), hex(cp)
+
+
+def test_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(tokenization.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(tokenization, "_TABLE_CACHE", {})
+    monkeypatch.setattr(tokenization, "_MODEL_CACHE", {})
+    built = tokenization._load_tables(False, False)
+    (table_file,) = (tmp_path / "cache").glob("tokenization_tables-*.npz")
+    tokenization._TABLE_CACHE.clear()
+    loaded = tokenization._load_tables(False, False)  # from the file
+    assert all(np.array_equal(built[k], loaded[k]) for k in built)
+    table_file.write_bytes(table_file.read_bytes()[:1000])  # truncated: rebuilt and rewritten
+    tokenization._TABLE_CACHE.clear()
+    rebuilt = tokenization._load_tables(False, False)
+    assert all(np.array_equal(built[k], rebuilt[k]) for k in built)
+    assert table_file.stat().st_size > 1000
+    tok = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
+    assert tok.tokenize_to_ids(["Hello hello", "héllo"]) == [[100, 7592], [100]]
+    model_files = sorted((tmp_path / "cache").glob("wordpiece_model-*.bin"))
+    assert len(model_files) == 2  # the ASCII path's and the general path's
+    for path in model_files:
+        path.write_bytes(b"\0" * 64)  # bad checksum: rebuilt
+    tokenization._MODEL_CACHE.clear()
+    tok = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
+    assert tok.tokenize_to_ids(["Hello hello", "héllo"]) == [[100, 7592], [100]]
+    assert all(path.stat().st_size > 64 for path in model_files)
+    monkeypatch.setenv(tokenization.CACHE_DIR_ENV, "")  # disabled
+    assert tokenization.cache_dir() is None
+
+
+def test_odd_vocab(tmp_path):
+    # Empty lines, duplicates, "##" and tokens with spaces get unmatchable placeholders.
+    lines = open(VOCAB, encoding="utf-8").read().splitlines()[:3000]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(lines + ["", "##", "the", "a b", "##ab!", "x.y"]) + "\n")
+    full = tokenization.FullTokenizer(str(vocab))
+    ref = tokenization.ReferenceTokenizer(str(vocab))
+    texts = ["the of a b x.y ##ab! [UNK]", "thé a b", "", "[electra_tf placeholder 3000]"]
+    assert full.tokenize_to_ids(texts) == ref.tokenize_to_ids(texts)
 
 
 def test_missing_vocab_is_a_user_error(tmp_path):

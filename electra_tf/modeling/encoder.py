@@ -127,7 +127,7 @@ class TransformerLayer(keras.layers.Layer):
             self.output_dense.build((None, None, i))
             self.output_layer_norm.build((None, None, h))
 
-    def call(self, x, attention_bias, seeds: Optional[SeedSequence] = None):
+    def call(self, x, input_mask, seeds: Optional[SeedSequence] = None):
         c = self.config
         heads = c.num_attention_heads
         head_size = c.hidden_size // heads
@@ -140,8 +140,11 @@ class TransformerLayer(keras.layers.Layer):
         k = split_heads(self.key(x))
         v = split_heads(self.value(x))
         scores = tf.matmul(q, k, transpose_b=True) * tf.cast(head_size**-0.5, q.dtype)
-        # softmax in float32 under mixed precision
-        scores = tf.cast(scores, tf.float32) + attention_bias
+        # additive mask over keys: 0 where attended, -10000 where padded (not -inf, as the
+        # original); built here from the int mask since Keras casts float call arguments to
+        # the compute dtype, and the softmax runs in float32 under mixed precision
+        mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+        scores = tf.cast(scores, tf.float32) + (1.0 - mask) * -10000.0
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
         probs = dropout(probs, c.attention_probs_dropout_prob, seeds and seeds.next())
         context = tf.matmul(probs, v)
@@ -224,11 +227,8 @@ class TransformerEncoder(keras.layers.Layer):
         x = self.embeddings(input_ids, segment_ids, seeds=seeds)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        # additive mask over keys: 0 where attended, -10000 where padded (not -inf, as the original)
-        mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
-        attention_bias = (1.0 - mask) * -10000.0
         for layer in self.transformer_layers:
-            x = layer(x, attention_bias, seeds=seeds)
+            x = layer(x, input_mask, seeds=seeds)
         return x
 
     def get_config(self):
