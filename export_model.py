@@ -9,6 +9,37 @@ The model config defaults to the `config.json` (or `bert_config.json`) beside th
 the vocab to the `vocab.txt` beside it. The SavedModel's signatures: `serving_default` (int32
 input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair` (two string
 batches); loading it needs `import tensorflow_text`.
+
+A fine-tuned model (`run_finetuning.py` with `keep_all_models`: the `config.json` beside the
+checkpoint has `task_names`) is detected and exported with its task outputs instead (`--head`
+does not apply; `--format=saved_model` only; `--max_seq_length` defaults to the run's):
+
+    python export_model.py \
+        --checkpoint=DATA_DIR/models/NAME/finetuning_models/squad_model_1 --export_dir=OUT
+
+Per task T, signatures `serve_T` (int32 input_ids, input_mask, segment_ids) and
+  * classification (GLUE): `serve_text_T(text)`, `serve_text_pair_T(text_a, text_b)` ->
+    `logits` [B, labels], `probabilities`, `label_id`, `label` (string from the task's labels);
+  * regression (sts): the same signatures -> `prediction` (on the data's 0..5 scale);
+  * tagging (chunk, ner): `serve_text_T(text)`, text = whitespace-separated words -> `words`,
+    `num_words`, `tag_logits` [B, words, tags], `tag_ids`, `tags` (BIOES strings; -1 / "" past
+    a row's words; words that do not fit in max_seq_length are dropped as the runner does).
+    `serve_T` returns `tag_logits`/`tag_ids`/`tags` at every position (read the first
+    sub-token of each word). The tag list comes from the task's data files (--data_dir);
+  * QA (squad, squadv1, MRQA tasks): `serve_qa_T(question, context)` -> `answer` (the span's
+    wordpieces joined, "##" glued: lower-cased/normalised text as the model sees it),
+    `answer_words` (the whole whitespace-separated context words the span lies in, original
+    text), `score` (start + end log-probability of the best span; -inf and "" when the beam
+    holds no valid span), `null_score` (the answerability logit, > qa_na_threshold means
+    unanswerable for SQuAD 2.0), `has_answer`, `start_position`/`end_position` and the packed
+    features. The question is truncated to max_query_length sub-tokens and the context to ONE
+    window (`[CLS] q [SEP] context [SEP]` in max_seq_length): unlike run_finetuning.py's sliding
+    windows, the rest of a long context is not searched. Candidates: the head's beam, end >=
+    start, both in the context, at most max_answer_length sub-tokens (the offline decoder's
+    rules). `serve_T` returns the head's raw beam outputs.
+Each kind of signature is also written without the suffix for the first task (in task_names
+order) that has it: `serving_default` (the first task's `serve_T`), `serve_text`,
+`serve_text_pair`, `serve_qa`.
 """
 
 import os
@@ -29,7 +60,17 @@ flags.DEFINE_enum("format", "saved_model", ["saved_model", "original_checkpoint"
 flags.DEFINE_string(
     "vocab_file", None, "WordPiece vocab; default: vocab.txt beside the checkpoint."
 )
-flags.DEFINE_integer("max_seq_length", 128, "Truncation/padding length of the text signatures.")
+flags.DEFINE_integer(
+    "max_seq_length",
+    None,
+    "Truncation/padding length of the text signatures; default 128, a fine-tuned model's own.",
+)
+flags.DEFINE_string(
+    "data_dir",
+    None,
+    "Fine-tuned tagging models: the DATA_DIR whose finetuning_data/<task>/ files give the tag "
+    "list; default: the run's.",
+)
 flags.DEFINE_bool(
     "do_lower_case", None, "Lower-case text in serve_text; default: the run's, else true."
 )
@@ -46,7 +87,22 @@ def main() -> None:
     export.check_export_dir(FLAGS.export_dir)
     prefix = checkpoints.resolve_checkpoint(FLAGS.checkpoint)
     vocab_file = FLAGS.vocab_file or export.find_beside(prefix, ("vocab.txt",))
-    if FLAGS.format == "saved_model":
+    config_path = FLAGS.model_config or export.find_beside(prefix, export.CONFIG_NAMES)
+    if export.is_finetuning_config(config_path):
+        if FLAGS.format != "saved_model":
+            raise UserError(
+                f"{config_path}: a fine-tuned model exports only as --format=saved_model"
+            )
+        if vocab_file is None:
+            raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+        tuned = export.load_finetuned(prefix, vocab_file, config_path, FLAGS.data_dir)
+        module = export.export_finetuned_saved_model(tuned, FLAGS.export_dir, FLAGS.max_seq_length)
+        names = export.finetuned_signature_names(module)
+        print(
+            f"wrote the fine-tuned SavedModel ({', '.join(module.kinds[t.name] + ' ' + t.name for t in tuned.tasks)}) "
+            f"to {FLAGS.export_dir}; signatures: {', '.join(sorted(names))}"
+        )
+    elif FLAGS.format == "saved_model":
         if vocab_file is None:
             raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
         loaded = export.load_networks(prefix, FLAGS.model_config, FLAGS.head)
@@ -56,7 +112,7 @@ def main() -> None:
             FLAGS.head,
             FLAGS.export_dir,
             vocab_file,
-            FLAGS.max_seq_length,
+            FLAGS.max_seq_length or 128,
             FLAGS.do_lower_case,
         )
         print(f"wrote the {FLAGS.head} SavedModel to {FLAGS.export_dir}")

@@ -112,8 +112,10 @@ def main(_):
         print(f"\ninput pipeline vs training step (batch {FLAGS.batch_size} x {FLAGS.seq_len})")
         print(f"{'tf.data pipeline delivers':32s} {pipe:10.1f} examples/s")
         print(f"{'training step consumes':32s} {step:10.1f} examples/s ({src})")
-        print(f"{'ratio':32s} {ratio:10.1f}x (required >= {FLAGS.required_ratio:g}x): "
-              f"{'OK' if res['ok'] else 'TOO SLOW'}")
+        print(
+            f"{'ratio':32s} {ratio:10.1f}x (required >= {FLAGS.required_ratio:g}x): "
+            f"{'OK' if res['ok'] else 'TOO SLOW'}"
+        )
     if not res["ok"]:
         sys.exit(1)
 

@@ -125,8 +125,9 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         idx = positions[:, :, None].expand(-1, -1, gen_hidden.shape[-1])
         gathered = torch.gather(gen_hidden, 1, idx)  # [B, N, H]
         logits = gen.generator_lm_head(gen.generator_predictions(gathered))  # [B, N, V]
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                              reduction="none").reshape(b, n)
+        nll = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
+        ).reshape(b, n)
         mlm_loss = (nll * weights).sum() / (mlm_den + 1e-6)
 
         with torch.no_grad():
@@ -180,7 +181,8 @@ def main(argv=None):
         spec = json.load(f)
     data = np.load(spec["batch_file"])
     batch = tuple(
-        torch.from_numpy(data[k].astype(np.int64)) for k in ("input_ids", "input_mask", "segment_ids")
+        torch.from_numpy(data[k].astype(np.int64))
+        for k in ("input_ids", "input_mask", "segment_ids")
     )
     disc, gen, opt, all_params = build(spec, torch, transformers)
     step = make_step(spec, torch, disc, gen, opt, all_params)

@@ -204,9 +204,7 @@ def main(_):
     tmp = tempfile.mkdtemp(prefix="bench_train_step_")
     t_build = time.perf_counter()
     runner = build_runner(tmp, tf)
-    batch = synthetic_batch(
-        FLAGS.batch_size, FLAGS.seq_len, len(runner.vocab), runner.special_ids
-    )
+    batch = synthetic_batch(FLAGS.batch_size, FLAGS.seq_len, len(runner.vocab), runner.special_ids)
     iterators = make_iterators(runner, batch, tmp, tf)
     if FLAGS.data == "corpus":  # the peer gets the pipeline's first batch
         batch = {k: v.numpy() for k, v in next(iter(runner._iterators(True)[0])).items()}
@@ -309,23 +307,43 @@ def main(_):
     print(json.dumps(res), flush=True)
     if FLAGS.json_only:
         return
-    rows = [("electra_tf (TF %s%s)" % (tf.__version__, ", XLA" if FLAGS.jit_compile else ""),
-             res["seq_per_s"], res["step_s_median"], res["flops_per_s"], res["mfu"])]
+    rows = [
+        (
+            "electra_tf (TF %s%s)" % (tf.__version__, ", XLA" if FLAGS.jit_compile else ""),
+            res["seq_per_s"],
+            res["step_s_median"],
+            res["flops_per_s"],
+            res["mfu"],
+        )
+    ]
     if peer:
-        rows.append((f"HF transformers {res['peer_transformers']} / torch {res['peer_torch']}",
-                     res["peer_seq_per_s"], pmed, res["peer_flops_per_s"], res["peer_mfu"]))
-    print(f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {FLAGS.precision}, "
-          f"{FLAGS.threads} threads, median of {FLAGS.steps * FLAGS.rounds} steps "
-          f"after {FLAGS.warmup} warm-up; {runner.flops_per_step / 1e9:.1f} GFLOP/step "
-          f"(paper convention), peak {FLAGS.peak_flops / 1e9:.0f} GFLOP/s")
+        rows.append(
+            (
+                f"HF transformers {res['peer_transformers']} / torch {res['peer_torch']}",
+                res["peer_seq_per_s"],
+                pmed,
+                res["peer_flops_per_s"],
+                res["peer_mfu"],
+            )
+        )
+    print(
+        f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {FLAGS.precision}, "
+        f"{FLAGS.threads} threads, median of {FLAGS.steps * FLAGS.rounds} steps "
+        f"after {FLAGS.warmup} warm-up; {runner.flops_per_step / 1e9:.1f} GFLOP/step "
+        f"(paper convention), peak {FLAGS.peak_flops / 1e9:.0f} GFLOP/s"
+    )
     print(f"{'':44s} {'seq/s':>8s} {'tokens/s':>9s} {'s/step':>7s} {'GFLOP/s':>8s} {'MFU':>6s}")
     for name, seq_s, step_s, fl, mfu in rows:
-        print(f"{name:44s} {seq_s:8.2f} {seq_s * length:9.0f} {step_s:7.3f} {fl / 1e9:8.1f} "
-              f"{mfu:6.1%}")
+        print(
+            f"{name:44s} {seq_s:8.2f} {seq_s * length:9.0f} {step_s:7.3f} {fl / 1e9:8.1f} "
+            f"{mfu:6.1%}"
+        )
     if peer:
         print(f"ratio ours / peer: {res['ratio']:.2f}")
-    print(f"(backward = 2x forward: {res['flops_per_s_bwd2x'] / 1e9:.1f} GFLOP/s, "
-          f"MFU {res['mfu_bwd2x']:.1%}; first step incl. compile {compile_s:.1f} s)")
+    print(
+        f"(backward = 2x forward: {res['flops_per_s_bwd2x'] / 1e9:.1f} GFLOP/s, "
+        f"MFU {res['mfu_bwd2x']:.1%}; first step incl. compile {compile_s:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -465,6 +465,8 @@ def build_dataset(
     else:
         # fork is fast (the children inherit the imported modules) but unsafe once the TF runtime runs
         method = "spawn" if _tf_runtime_started() else "fork"
+        if method == "fork" and tokenizer_class in (None, tokenization.FullTokenizer):
+            tokenization.preload_normalization_tables(do_lower_case, strip_accents)
         context = multiprocessing.get_context(method)
         # a worker that dies (killed, out of memory) raises BrokenProcessPool here instead of hanging
         with concurrent.futures.ProcessPoolExecutor(num_processes, mp_context=context) as pool:

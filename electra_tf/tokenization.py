@@ -459,12 +459,19 @@ def _load_tables(do_lower_case: bool, strip_accents: bool) -> dict[str, np.ndarr
     return tables
 
 
+def preload_normalization_tables(do_lower_case: bool, strip_accents: bool) -> None:
+    """Builds (or reads from the cache) the character tables now, with numpy only: a parent
+    process calls it before forking workers so that they inherit the tables."""
+    _load_tables(do_lower_case, strip_accents)
+
+
 def _fast_wordpiece(
     vocab: dict[str, int], unk_token: str, max_bytes_per_word: int, no_pretokenization: bool
 ) -> tf_text.FastWordpieceTokenizer:
     """FastWordpieceTokenizer (int32 ids) on `_wordpiece_vocab_list(vocab)`, its model cached in
     this process and in a file (its sha256 appended and checked)."""
-    vocab_digest = hashlib.sha256("\n".join(f"{t}\t{i}" for t, i in vocab.items()).encode())
+    tokens = "\n".join(vocab).encode()  # (tokens never hold a newline)
+    vocab_digest = hashlib.sha256(tokens + np.fromiter(vocab.values(), np.int64).tobytes())
     key = (vocab_digest.hexdigest(), unk_token, max_bytes_per_word, no_pretokenization)
     model = _MODEL_CACHE.get(key)
     path = _cache_file("wordpiece_model", *key)
@@ -508,6 +515,7 @@ class GraphTokenizer(tf.Module):
         vocab_file: WordPiece vocab, one token per line (id = line index); tracked as an asset.
         do_lower_case: lower-case (and, with `strip_accents`, strip accents) like BERT uncased.
         strip_accents: drop combining marks after NFD (only when lower-casing, as the original).
+        vocab: `load_vocab(vocab_file)` when the caller has it already (not read again).
 
     Example:
         >>> tok = GraphTokenizer("data/vocab/vocab.txt")
@@ -524,9 +532,10 @@ class GraphTokenizer(tf.Module):
         strip_accents: bool = True,
         unk_token: str = "[UNK]",
         name: str | None = None,
+        vocab: dict[str, int] | None = None,
     ):
         super().__init__(name=name)
-        vocab = _load_vocab_checked(vocab_file)
+        vocab = vocab or _load_vocab_checked(vocab_file)
         if unk_token not in vocab:
             raise UserError(f"vocab file {vocab_file} has no {unk_token} token")
         self.do_lower_case = bool(do_lower_case)
@@ -704,7 +713,7 @@ class FullTokenizer:
     def graph_tokenizer(self) -> GraphTokenizer:
         if self._graph_tokenizer is None:
             self._graph_tokenizer = GraphTokenizer(
-                self.vocab_file, self.do_lower_case, self.strip_accents
+                self.vocab_file, self.do_lower_case, self.strip_accents, vocab=self.vocab
             )
         return self._graph_tokenizer
 

@@ -577,11 +577,9 @@ class PretrainingRunner:
         if not steps:
             raise UserError(f"no eval data in {c.pretrain_tfrecords} (eval_batch_size too big?)")
         metrics = metrics_from_sums(sums)
-        metrics["loss"] = c.gen_weight * metrics["masked_lm_loss"]
-        if "disc_loss" in metrics:
-            metrics["loss"] += c.disc_weight * float(
-                sums["disc_loss_sum"] / sums["disc_weight_sum"]
-            )
+        # the total loss the run minimises (whatever the objective), averaged over eval batches
+        # (each replica's batch loss is summed by the all-reduce)
+        metrics["loss"] = float(sums["loss"] / (steps * self.num_replicas))
         metrics["global_step"] = int(self.step.numpy())
         metrics["eval_steps"] = steps
         metrics["train_flops"] = metrics["global_step"] * self.flops_per_step

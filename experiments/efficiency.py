@@ -77,12 +77,17 @@ flags.DEFINE_float("warmup_fraction", 0.1, "Pretraining warm-up, as a fraction o
 flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
 flags.DEFINE_integer("seed", 0, "Pretraining seed (initial weights, masking).")
 flags.DEFINE_bool("jit_compile", False, "XLA for pretraining (compiling costs minutes on a CPU).")
-flags.DEFINE_integer("ft_trials", 3, "Fine-tuning seeds per point.")
+flags.DEFINE_integer("ft_trials", 5, "Fine-tuning seeds per point.")
 flags.DEFINE_integer("ft_seed", 1, "Trial t uses ft_seed + t.")
 flags.DEFINE_float("ft_learning_rate", 3e-4, "Fine-tuning learning rate.")
 flags.DEFINE_float("ft_epochs", 6.0, "Fine-tuning epochs over the 150 training sentences.")
 flags.DEFINE_integer("ft_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_bool("baseline", True, "Also fine-tune from a 1-step checkpoint (no pretraining).")
+flags.DEFINE_string(
+    "corpus",
+    os.path.join(REPO, "data", "corpus"),
+    "Pretraining text (default: the bundled sample).",
+)
 flags.DEFINE_string("out_dir", os.path.join(REPO, "experiments", "results"), "Results.")
 flags.DEFINE_string("work_dir", None, "Scratch (data, checkpoints); default: a new temp dir.")
 flags.DEFINE_bool("keep_work_dir", True, "Keep the work dir (checkpoints) at the end.")
@@ -135,6 +140,11 @@ def flops_per_step(config, disc, gen, sparse: bool) -> float:
     return 2.0 * config.train_batch_size * per_seq
 
 
+def steps_for_budget(budget: float, fps: float, num_checkpoints: int) -> int:
+    """The most steps (a multiple of num_checkpoints, at least that) within `budget` FLOPs."""
+    return max(num_checkpoints, int(budget // fps) // num_checkpoints * num_checkpoints)
+
+
 # -- data -------------------------------------------------------------------------------------------
 
 
@@ -152,7 +162,7 @@ def prepare_data(work_dir: str, seq_len: int) -> str:
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
         progress(f"building TFRecords (seq {seq_len}) from the bundled Wikipedia sample")
         pretraining_data.build_dataset(
-            os.path.join(REPO, "data", "corpus"),
+            FLAGS.corpus,
             vocab,
             out,
             max_seq_length=seq_len,
@@ -192,8 +202,8 @@ def pretrain_hparams(objective: str, steps: int, every: int) -> dict[str, Any]:
         generator_hidden_size=FLAGS.generator_hidden_size,
         max_seq_length=FLAGS.seq_len,
         train_batch_size=FLAGS.batch_size,
-        eval_batch_size=32,
-        num_eval_steps=10,
+        eval_batch_size=FLAGS.batch_size,
+        num_eval_steps=20,
         learning_rate=FLAGS.learning_rate,
         num_train_steps=steps,
         num_warmup_steps=max(1, int(FLAGS.warmup_fraction * steps)),
@@ -225,6 +235,30 @@ def checkpoint_steps(model_dir: str) -> dict[int, str]:
     return out
 
 
+def build_runner(runner_class, config):
+    """A PretrainingRunner; while the library's own per-step FLOP count (logging only) does not
+    know `config.objective` yet, it falls back to this script's count (paper convention)."""
+    from electra_tf import training
+
+    try:
+        return runner_class(config)
+    except UserError as e:
+        if "generator config" not in str(e) and "objective" not in str(e):
+            raise
+        progress(f"training.flops_per_step cannot count {config.objective!r} ({e}); using ours")
+    original = training.flops_per_step
+
+    def fallback(cfg, model):
+        gen = model.generator.config if model.generator is not None else None
+        return flops_per_step(cfg, model.discriminator.config, gen, sparse=False)
+
+    training.flops_per_step = fallback
+    try:
+        return runner_class(config)
+    finally:
+        training.flops_per_step = original
+
+
 def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str, Any]:
     """Trains (or resumes) one objective; returns its summary, with the checkpoints kept."""
     from electra_tf.training import PretrainingRunner
@@ -237,7 +271,7 @@ def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str,
             progress(f"pretraining {objective}: reusing {config.model_dir}")
             return done
     t = time.time()
-    runner = PretrainingRunner(config)
+    runner = build_runner(PretrainingRunner, config)
     runner.train()
     seconds = time.time() - t
     _, eval_files = shard_files(data_dir)
@@ -408,7 +442,7 @@ def main() -> None:
     budget = FLAGS.budget_flops or (FLAGS.scale * FLAGS.budget_electra_steps * plan["electra"][key])
     for obj in FLAGS.objectives:
         fps = plan[obj][key]
-        steps = max(n_ckpt, int(budget // fps) // n_ckpt * n_ckpt)
+        steps = steps_for_budget(budget, fps, n_ckpt)
         plan[obj].update(steps=steps, flops_per_step=fps, every=steps // n_ckpt)
         progress(
             f"plan {obj}: {steps} steps x {fps:.3e} FLOPs/step = {steps * fps:.3e} "
@@ -478,7 +512,8 @@ def main() -> None:
                     break
         run = {
             "objective": obj,
-            "budget_fraction": 0.0 if obj == "baseline" else i / n_ckpt,
+            "budget_fraction": 0.0 if obj == "baseline" else round(step / p["steps"], 3),
+            "nominal_fraction": 0.0 if obj == "baseline" else i / n_ckpt,
             "step": step,
             "total_steps": p["steps"],
             "pretrain_flops": step * p["flops_per_step"],

@@ -49,7 +49,9 @@ def test_describe_prints_parameter_counts_of_the_original(tmp_path):
 
 
 def test_unknown_hparam_is_an_error_listing_valid_keys(tmp_path):
-    err = _error_line(_run(f"--data_dir={tmp_path}", "--model_name=m", '--hparams={"lerning_rate": 1}'))
+    err = _error_line(
+        _run(f"--data_dir={tmp_path}", "--model_name=m", '--hparams={"lerning_rate": 1}')
+    )
     assert "lerning_rate" in err and "valid keys" in err and "learning_rate" in err
 
 

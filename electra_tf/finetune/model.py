@@ -30,6 +30,9 @@ class TaskHeads(keras.layers.Layer):
         super().__init__(**kwargs)
         self.heads = list(heads)
         self._by_name = {h.name: h for h in self.heads}
+        # one attribute per head: tf.train.Checkpoint does not track a Keras 3 layer's lists
+        for head in self.heads:
+            setattr(self, f"head_{head.name}", head)
 
     def build(self, input_shape):
         # each head builds on its first call, inside this layer's name scope

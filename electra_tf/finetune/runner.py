@@ -65,8 +65,10 @@ def resolve_checkpoint(path: str) -> str | None:
         prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
         if not prefixes:
             return None
+
         def number(p):
             return int(re.search(r"(\d*)$", p).group(1) or -1)
+
         return os.path.join(path, max(prefixes, key=lambda p: (number(p), p)))
     if tf.io.gfile.exists(path + ".index"):
         return path
@@ -317,6 +319,19 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
                 f"{'_'.join(config.task_names)}_model_{trial}",
             )
             tf.train.Checkpoint(model=model).write(os.path.join(model_dir, "ckpt"))
+            # every checkpoint directory carries what is needed to rebuild and read it
+            configs.write_json(
+                os.path.join(model_dir, "config.json"),
+                {
+                    **config.to_dict(),
+                    "model_config": model_config.to_dict(),
+                    "task_names": list(config.task_names),
+                },
+            )
+            with open(config.vocab_file, "rb") as src:
+                vocab_bytes = src.read()
+            with open(os.path.join(model_dir, "vocab.txt"), "wb") as dst:
+                dst.write(vocab_bytes)
         per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
         fns = {
             t.name: tf.function(lambda batch, name=t.name, m=model: m.predict_task(batch, name))
