@@ -14,6 +14,10 @@ need only `tensorflow` and `tensorflow_text` in the loading process:
   segment first, as the original) and padded to `max_seq_length`; the same outputs plus
   `input_ids`, `input_mask`, `segment_ids`.
 
+`load_finetuned` / `export_finetuned_saved_model` do the same for a fine-tuned model
+(`run_finetuning.py` with `keep_all_models`): one signature set per task with its outputs
+(labels, probabilities, regression values, tags, QA answers; see `export_model.py`).
+
 `export_original_checkpoint` writes the weights under the original's names (`electra/...`,
 `generator/...`, `generator_predictions/...`, `discriminator_predictions/...`) as a name-based
 checkpoint with `bert_config.json` and `vocab.txt`, which tools made for the released models read.

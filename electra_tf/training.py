@@ -451,8 +451,6 @@ class PretrainingRunner:
             ckpt,
             self._manager_dir(),
             max_to_keep=c.keep_checkpoint_max or None,
-            step_counter=self.step,
-            checkpoint_interval=c.save_checkpoints_steps,
         )
         if manager.latest_checkpoint:
             ckpt.restore(manager.latest_checkpoint).assert_existing_objects_matched()
@@ -507,29 +505,38 @@ class PretrainingRunner:
                     )
                 total_flops += self.flops_per_step
                 history.append((step, loss))
-                manager.save(checkpoint_number=step)  # only every save_checkpoints_steps
+                if step % c.save_checkpoints_steps == 0:  # as the original: at multiples
+                    manager.save(checkpoint_number=step, check_interval=False)
                 if step % c.log_every_steps == 0 or step == c.num_train_steps:
                     now = time.time()
-                    rate = window_steps / max(now - window_t, 1e-9)
-                    window_t, window_steps = now, 0
-                    seq_s = rate * c.train_batch_size
-                    flops_s = rate * self.flops_per_step
-                    eta = (c.num_train_steps - step) / max(rate, 1e-9)
-                    log(
+                    head = (
                         f"step {step}/{c.num_train_steps} loss {loss:.4f} "
                         f"mlm {float(out['mlm_loss_sum'] / out['mlm_weight_sum']):.4f} "
-                        f"lr {float(out['learning_rate']):.2e} | {rate:.2f} steps/s "
-                        f"{seq_s:.1f} seq/s {flops_s / 1e9:.1f} GFLOP/s "
-                        f"MFU {flops_s / self.peak_flops:.1%} | ETA {_fmt_time(eta)}"
+                        f"lr {float(out['learning_rate']):.2e}"
                     )
                     scalars = {
                         "loss": loss,
                         "learning_rate": float(out["learning_rate"]),
-                        "sequences_per_second": seq_s,
                         "train_flops": total_flops,
-                        "flops_per_second": flops_s,
-                        "mfu": flops_s / self.peak_flops,
                     }
+                    if window_steps:  # speed over the steps since the last line (not compilation)
+                        rate = window_steps / max(now - window_t, 1e-9)
+                        seq_s = rate * c.train_batch_size
+                        flops_s = rate * self.flops_per_step
+                        eta = (c.num_train_steps - step) / rate
+                        log(
+                            f"{head} | {rate:.2f} steps/s {seq_s:.1f} seq/s "
+                            f"{flops_s / 1e9:.1f} GFLOP/s MFU {flops_s / self.peak_flops:.1%} "
+                            f"| ETA {_fmt_time(eta)}"
+                        )
+                        scalars.update(
+                            sequences_per_second=seq_s,
+                            flops_per_second=flops_s,
+                            mfu=flops_s / self.peak_flops,
+                        )
+                    else:
+                        log(head)
+                    window_t, window_steps = now, 0
                     write_scalars(summary_writer, scalars, step)
                 if stop["signal"] is not None:
                     manager.save(checkpoint_number=step, check_interval=False)

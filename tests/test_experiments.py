@@ -77,6 +77,10 @@ def test_steps_for_budget():
     assert efficiency.steps_for_budget(1.0, 7.0, 3) == 3  # at least one step per checkpoint
 
 
+@pytest.mark.skipif(
+    not os.environ.get("ELECTRA_TF_EXPERIMENT_TESTS"),
+    reason="~40 s on an idle 2-core machine (minutes when loaded); set ELECTRA_TF_EXPERIMENT_TESTS=1",
+)
 def test_end_to_end_minuscule(tmp_path):
     corpus = tmp_path / "corpus.txt"
     with open(os.path.join(ROOT, "data", "corpus", "enwiki_sample.txt"), encoding="utf-8") as f:
@@ -108,4 +112,8 @@ def test_end_to_end_minuscule(tmp_path):
     assert run["pretrain_flops"] == pytest.approx(2 * plan["flops_per_step_sparse"])
     assert len(run["dev_accuracy"]) == 1 and 0 <= run["median"] <= 100
     assert "| ELECTRA | 1.00 | 2 |" in (out / "efficiency.md").read_text()
-    assert (out / "efficiency.png").stat().st_size > 0 or True  # matplotlib is optional
+    try:
+        import matplotlib  # noqa: F401  (optional: experiments/requirements.txt)
+    except ImportError:
+        return
+    assert (out / "efficiency.png").stat().st_size > 1000
