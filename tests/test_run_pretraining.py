@@ -42,10 +42,11 @@ def test_describe_prints_parameter_counts_of_the_original(tmp_path):
     assert d["model_config"]["embedding_size"] == 128
     assert d["generator_config"]["hidden_size"] == 64
     assert d["flops_per_step"] > 0
-    base = _run(
-        f"--data_dir={tmp_path}", "--model_name=m", "--describe", '--hparams={"model_size": "base"}'
-    )
-    assert json.loads(base.stdout)["parameters"]["discriminator_backbone"] == 108_891_648
+    from electra_tf.configs import PretrainingConfig
+    from electra_tf.training import describe_json
+
+    base = json.loads(describe_json(PretrainingConfig("m", str(tmp_path), model_size="base")))
+    assert base["parameters"]["discriminator_backbone"] == 108_891_648
 
 
 def test_unknown_hparam_is_an_error_listing_valid_keys(tmp_path):
@@ -80,25 +81,39 @@ def dataset(tmp_path_factory):
     return d
 
 
-def test_bad_inputs_give_one_error_line(dataset, tmp_path):
-    hp = json.dumps(SMALL)
-    # missing vocab
+def _user_error(data_dir, **hparams):
+    from electra_tf.configs import PretrainingConfig
+    from electra_tf.errors import UserError
+    from electra_tf.training import PretrainingRunner
+
+    with pytest.raises(UserError) as e:
+        PretrainingRunner(PretrainingConfig("m", str(data_dir), **{**SMALL, **hparams})).train()
+    return str(e.value)
+
+
+def test_bad_inputs_are_user_errors_naming_what_is_wrong(dataset, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    err = _error_line(_run(f"--data_dir={empty}", "--model_name=m", f"--hparams={hp}"))
+    err = _user_error(empty)
     assert "vocab" in err and str(empty) in err
-    # no TFRecords
     shutil.copyfile(dataset / "vocab.txt", empty / "vocab.txt")
-    err = _error_line(_run(f"--data_dir={empty}", "--model_name=m", f"--hparams={hp}"))
-    assert "pretrain_tfrecords" in err or "no files" in err.lower() or "match" in err
+    err = _user_error(empty)
+    assert "pretrain_tfrecords" in err
     # TFRecords of another length than max_seq_length
-    wrong = json.dumps({**SMALL, "max_seq_length": 64})
-    err = _error_line(_run(f"--data_dir={dataset}", "--model_name=m", f"--hparams={wrong}"))
+    err = _user_error(dataset, max_seq_length=64)
     assert "pretrain_data.tfrecord" in err and "64" in err
     # a dataset built with another vocab than the config's
     other = tmp_path / "other_vocab.txt"
     other.write_text((dataset / "vocab.txt").read_text(encoding="utf-8") + "extra\n", "utf-8")
-    hp_other = json.dumps({**SMALL, "vocab_file": str(other)})
-    err = _error_line(_run(f"--data_dir={dataset}", "--model_name=m", f"--hparams={hp_other}"))
+    err = _user_error(dataset, vocab_file=str(other))
     assert "another vocab" in err
     assert not os.path.exists(dataset / "models" / "m" / "checkpoint")
+    # as a user meets it: one `error:` line, exit status 1, no traceback
+    line = _error_line(
+        _run(
+            f"--data_dir={dataset}",
+            "--model_name=m",
+            f"--hparams={json.dumps({**SMALL, 'max_seq_length': 64})}",
+        )
+    )
+    assert "pretrain_data.tfrecord" in line
