@@ -306,11 +306,14 @@ def pretraining_flops_per_step(
 
     Args:
         disc_config: the discriminator's config (for `objective="mlm"`, the one MLM model).
-        gen_config: the generator's config (`objective="electra"`); ignored for "mlm".
+        gen_config: the generator's config; ignored for "mlm"; None for ELECTRA without a
+            generator network (uniform or unigram sampling).
         batch_size: sequences per step (global batch).
         seq_len: tokens per sequence.
-        objective: "electra" (generator MLM + discriminator replaced-token detection) or "mlm"
-            (BERT-style masked LM on one model).
+        objective: "electra" (generator MLM + discriminator replaced-token detection; also
+            "electra_15", whose discriminator still runs on every token), "mlm" (BERT-style
+            masked LM on one model), "replace_mlm" (generator + an MLM head on the main model),
+            "all_tokens_mlm" (generator + an MLM head over every position + the copy head).
         mask_prob: masking probability; the MLM head runs on
             `max_predictions_per_seq(seq_len, mask_prob)` positions per sequence, as the model does.
         sparse_embed_lookup: count input embedding lookups as free gathers (as the real graph does).
@@ -319,16 +322,20 @@ def pretraining_flops_per_step(
         tied_embeddings: the generator uses the discriminator's embedding size.
         output_frac: overrides the fraction of positions with an MLM softmax.
     """
-    if objective not in ("electra", "mlm"):
-        raise UserError(f"objective must be 'electra' or 'mlm', got '{objective}'")
+    objectives = ("electra", "electra_15", "mlm", "replace_mlm", "all_tokens_mlm")
+    if objective not in objectives:
+        raise UserError(f"objective must be one of {', '.join(objectives)}, got '{objective}'")
     if output_frac is None:
         output_frac = max_predictions_per_seq(seq_len, mask_prob) / seq_len
-    disc = transformer_flops_from_config(disc_config, seq_len, output_frac, sparse_embed_lookup)
+    # all_tokens_mlm predicts every token: the MLM softmax runs on all positions
+    main_frac = 1.0 if objective == "all_tokens_mlm" else output_frac
+    disc = transformer_flops_from_config(disc_config, seq_len, main_frac, sparse_embed_lookup)
     if objective == "mlm":
-        per_seq = disc.forward_flops(discriminator=False)
-    else:
-        if gen_config is None:
-            raise UserError("objective 'electra' needs a generator config (gen_config is None)")
+        return (1.0 + backward_factor) * batch_size * disc.forward_flops(discriminator=False)
+    if gen_config is None and objective not in ("electra", "electra_15"):
+        raise UserError(f"objective '{objective}' needs a generator config (gen_config is None)")
+    per_seq = 0.0  # gen_config None: no generator network (uniform or unigram sampling)
+    if gen_config is not None:
         gen = transformer_flops_from_config(
             gen_config,
             seq_len,
@@ -336,7 +343,13 @@ def pretraining_flops_per_step(
             sparse_embed_lookup,
             embedding_size=disc.e if tied_embeddings else None,
         )
-        per_seq = disc.forward_flops(discriminator=True) + gen.forward_flops(discriminator=False)
+        per_seq = gen.forward_flops(discriminator=False)
+    if objective in ("electra", "electra_15"):  # electra_15 still runs the discriminator on all
+        per_seq += disc.forward_flops(discriminator=True)
+    else:  # replace_mlm, all_tokens_mlm: the main model has an MLM head
+        per_seq += disc.forward_flops(discriminator=False)
+        if objective == "all_tokens_mlm":  # the copy mechanism's sigmoid head
+            per_seq += disc.binary_classification_flops()
     return (1.0 + backward_factor) * batch_size * per_seq
 
 

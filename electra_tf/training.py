@@ -154,15 +154,16 @@ def describe(model: ElectraPretrainer) -> Dict[str, int]:
 
 def flops_per_step(config: PretrainingConfig, model: ElectraPretrainer) -> float:
     """Training FLOPs of one step (paper convention: backward = forward)."""
+    objective = config.objective if config.electra_objective else "mlm"
     gen = model.generator.config if model.generator is not None else None
-    if gen is model.discriminator.config:
-        gen = None
+    if model.generator is model.discriminator and objective == "mlm":
+        gen = None  # one network with an MLM head
     return flops_lib.pretraining_flops_per_step(
         model.discriminator.config,
-        gen,
+        gen,  # None without a generator network (uniform / unigram sampling)
         batch_size=config.train_batch_size,
         seq_len=config.max_seq_length,
-        objective="electra" if config.electra_objective else "mlm",
+        objective=objective,
         mask_prob=config.mask_prob,
     )
 

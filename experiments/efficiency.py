@@ -107,38 +107,18 @@ def progress(msg: str) -> None:
 
 
 def flops_per_step(config, disc, gen, sparse: bool) -> float:
-    """Training FLOPs of one step of `config.objective` (backward = forward).
-
-    Uses `flops.pretraining_flops_per_step` for the objectives it knows; otherwise composes the
-    count from the same per-model terms: "electra_15" costs what "electra" costs (the
-    discriminator still runs on every token), "replace_mlm" is the generator plus a masked LM
-    on the discriminator, "all_tokens_mlm" the generator plus an MLM head on every position.
-    """
-    objective = config.objective
-    kw = dict(
-        batch_size=config.train_batch_size,
-        seq_len=config.max_seq_length,
-        mask_prob=config.mask_prob,
-        sparse_embed_lookup=sparse,
+    """Training FLOPs of one step of `config.objective` (backward = forward)."""
+    return float(
+        flops.pretraining_flops_per_step(
+            disc,
+            gen,
+            batch_size=config.train_batch_size,
+            seq_len=config.max_seq_length,
+            objective=config.objective,
+            mask_prob=config.mask_prob,
+            sparse_embed_lookup=sparse,
+        )
     )
-    try:
-        return float(flops.pretraining_flops_per_step(disc, gen, objective=objective, **kw))
-    except UserError:
-        if objective in ("mlm", "electra"):
-            raise
-    if objective == "electra_15":
-        return float(flops.pretraining_flops_per_step(disc, gen, objective="electra", **kw))
-    seq = config.max_seq_length
-    frac = flops.max_predictions_per_seq(seq, config.mask_prob) / seq
-    gen_f = flops.transformer_flops_from_config(
-        gen, seq, frac, sparse, embedding_size=disc.embedding_size
-    )
-    disc_frac = 1.0 if objective == "all_tokens_mlm" else frac
-    disc_f = flops.transformer_flops_from_config(disc, seq, disc_frac, sparse)
-    per_seq = disc_f.forward_flops(discriminator=False) + gen_f.forward_flops(discriminator=False)
-    if objective == "all_tokens_mlm":  # the copy mechanism's sigmoid head
-        per_seq += disc_f.binary_classification_flops()
-    return 2.0 * config.train_batch_size * per_seq
 
 
 def steps_for_budget(budget: float, fps: float, num_checkpoints: int) -> int:
@@ -236,30 +216,6 @@ def checkpoint_steps(model_dir: str) -> dict[int, str]:
     return out
 
 
-def build_runner(runner_class, config):
-    """A PretrainingRunner; while the library's own per-step FLOP count (logging only) does not
-    know `config.objective` yet, it falls back to this script's count (paper convention)."""
-    from electra_tf import training
-
-    try:
-        return runner_class(config)
-    except UserError as e:
-        if "generator config" not in str(e) and "objective" not in str(e):
-            raise
-        progress(f"training.flops_per_step cannot count {config.objective!r} ({e}); using ours")
-    original = training.flops_per_step
-
-    def fallback(cfg, model):
-        gen = model.generator.config if model.generator is not None else None
-        return flops_per_step(cfg, model.discriminator.config, gen, sparse=False)
-
-    training.flops_per_step = fallback
-    try:
-        return runner_class(config)
-    finally:
-        training.flops_per_step = original
-
-
 def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str, Any]:
     """Trains (or resumes) one objective; returns its summary, with the checkpoints kept."""
     from electra_tf.training import PretrainingRunner
@@ -272,7 +228,7 @@ def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str,
             progress(f"pretraining {objective}: reusing {config.model_dir}")
             return done
     t = time.time()
-    runner = build_runner(PretrainingRunner, config)
+    runner = PretrainingRunner(config)
     runner.train()
     seconds = time.time() - t
     _, eval_files = shard_files(data_dir)

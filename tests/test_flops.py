@@ -311,11 +311,20 @@ def test_pretraining_flops_per_step_untied_and_default_embedding():
     assert close(untied, expected)
 
 
+def test_no_generator_network_counts_the_discriminator_alone():
+    # uniform / unigram sampling: 2 x forward of the discriminator with its binary head
+    # (paper table for small at s=128, e=128: block 220,594,816 x 12 + input embedding
+    # 1,013,006,336 + binary classifier 17,137,664 per sequence)
+    per_seq = 12 * 220_594_816 + 1_013_006_336 + 17_137_664
+    got = flops.pretraining_flops_per_step(SMALL_DISC, None, 3, 128)
+    assert got == 2 * 3 * per_seq
+
+
 def test_pretraining_flops_per_step_errors():
     with pytest.raises(UserError, match="objective"):
         flops.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electric")
     with pytest.raises(UserError, match="gen_config"):
-        flops.pretraining_flops_per_step(SMALL_DISC, None, 1, 128)
+        flops.pretraining_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
     missing = {k: v for k, v in SMALL_DISC.items() if k != "num_hidden_layers"}
     with pytest.raises(UserError, match="num_hidden_layers"):
         flops.pretraining_flops_per_step(missing, SMALL_GEN, 1, 128)
