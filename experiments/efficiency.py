@@ -84,7 +84,7 @@ flags.DEFINE_float("ft_epochs", 10.0, "Fine-tuning epochs over the 150 training 
 flags.DEFINE_integer("ft_batch_size", 16, "Fine-tuning batch size.")
 flags.DEFINE_bool("baseline", True, "Also fine-tune from a 1-step checkpoint (no pretraining).")
 flags.DEFINE_string(
-    "corpus",
+    "pretraining_corpus",
     os.path.join(REPO, "data", "corpus"),
     "Pretraining text (default: the bundled sample).",
 )
@@ -143,7 +143,7 @@ def prepare_data(work_dir: str, seq_len: int) -> str:
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
         progress(f"building TFRecords (seq {seq_len}) from the bundled Wikipedia sample")
         pretraining_data.build_dataset(
-            FLAGS.corpus,
+            FLAGS.pretraining_corpus,
             vocab,
             out,
             max_seq_length=seq_len,
