@@ -18,20 +18,19 @@ from electra_tf.errors import UserError, run_main
 REPO = os.path.dirname(os.path.abspath(__file__))
 DEMO_DATA_DIR = os.path.join("runs", "demo")
 DEMO_MODEL_NAME = "electra_small_demo"
-# A narrow, shallow ELECTRA-Small (hidden 128, 2 layers, generator 1/4) that learns to detect
-# replaced tokens in a few CPU minutes.
+# A tiny ELECTRA (hidden 64, 2 layers, generator 1/4 width) that runs in a few CPU minutes.
 DEMO_HPARAMS = dict(
     model_size="small",
     model_hparam_overrides=dict(
-        hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256
     ),
-    embedding_size=128,
+    embedding_size=64,
     train_batch_size=32,
     eval_batch_size=32,
     max_seq_length=128,
-    num_train_steps=200,
-    num_warmup_steps=20,
-    learning_rate=1e-3,
+    num_train_steps=100,
+    num_warmup_steps=10,
+    learning_rate=5e-4,
     save_checkpoints_steps=100,
     num_eval_steps=10,
     log_every_steps=20,
