@@ -10,6 +10,7 @@ import re
 from typing import Callable, Dict, Iterable, Optional, Sequence
 
 import tensorflow as tf
+from tensorflow.python.trackable.data_structures import NoDependency
 
 
 class ElectraSchedule:
@@ -116,7 +117,8 @@ class ElectraAdamW(tf.Module):
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay)
         self.clip_norm = clip_norm
         self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name="iterations")
-        self._vars = list(variables)
+        # not tracked: checkpoints save the model's variables under the model, not here
+        self._vars = NoDependency(list(variables))
         self._paths = [_path(v) for v in self._vars]
         if len(set(self._paths)) != len(self._paths):
             raise ValueError("two trainable variables share a path; layer names must be unique")
