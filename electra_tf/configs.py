@@ -211,18 +211,22 @@ PRETRAINING_DEFAULTS: Dict[str, Any] = dict(
 )
 
 
+def reject_unknown_hparams(hparams: Dict[str, Any], defaults: Dict[str, Any]) -> None:
+    """An unknown hparam is an error listing the valid keys (as the original)."""
+    unknown = sorted(set(hparams) - set(defaults))
+    if unknown:
+        raise UserError(
+            f"unknown hparam(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(defaults))}"
+        )
+
+
 class PretrainingConfig:
     """All pretraining hyperparameters with their defaults; unknown keys are errors."""
 
     def __init__(self, model_name: str, data_dir: str, **hparams):
         self.model_name = model_name
         self.data_dir = data_dir
-        unknown = sorted(set(hparams) - set(PRETRAINING_DEFAULTS))
-        if unknown:
-            raise UserError(
-                f"unknown hparam(s) {', '.join(unknown)}; valid keys: "
-                f"{', '.join(sorted(PRETRAINING_DEFAULTS))}"
-            )
+        reject_unknown_hparams(hparams, PRETRAINING_DEFAULTS)
         values = dict(PRETRAINING_DEFAULTS)
         values["model_hparam_overrides"] = {}
         values.update(hparams)

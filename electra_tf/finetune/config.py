@@ -15,7 +15,7 @@ for compatibility with the original's hparams files and ignored.
 import os
 from typing import Any
 
-from electra_tf.configs import MODEL_SIZES
+from electra_tf.configs import MODEL_SIZES, reject_unknown_hparams
 from electra_tf.errors import UserError
 
 # None: resolved from the model size / tasks (see `FinetuningConfig.__init__`)
@@ -99,12 +99,7 @@ class FinetuningConfig:
     def __init__(self, model_name: str, data_dir: str, **hparams):
         self.model_name = model_name
         self.data_dir = data_dir
-        unknown = sorted(set(hparams) - set(FINETUNING_DEFAULTS))
-        if unknown:
-            raise UserError(
-                f"unknown hparam(s) {', '.join(unknown)}; valid keys: "
-                f"{', '.join(sorted(FINETUNING_DEFAULTS))}"
-            )
+        reject_unknown_hparams(hparams, FINETUNING_DEFAULTS)
         values = dict(FINETUNING_DEFAULTS)
         values["model_hparam_overrides"] = {}
         values.update(hparams)

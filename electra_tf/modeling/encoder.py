@@ -28,7 +28,20 @@ def _dense(units, name, init_range=None, activation=None, dtype=None):
     )
 
 
-class Embeddings(keras.layers.Layer):
+class _ModelConfigSerialization:
+    """get_config/from_config for layers whose first argument is a `ModelConfig`."""
+
+    def get_config(self):
+        return {**super().get_config(), "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, cfg):
+        cfg = dict(cfg)
+        cfg["config"] = ModelConfig.from_dict(cfg["config"])
+        return cls(**cfg)
+
+
+class Embeddings(_ModelConfigSerialization, keras.layers.Layer):
     """Word + position + token-type embeddings, LayerNorm, dropout.
 
     Shared by reference between the generator and the discriminator when embeddings are tied:
@@ -77,17 +90,8 @@ class Embeddings(keras.layers.Layer):
         seed = seeds.next() if seeds is not None else None
         return dropout(x, self.config.hidden_dropout_prob, seed)
 
-    def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
 
-    @classmethod
-    def from_config(cls, cfg):
-        cfg = dict(cfg)
-        cfg["config"] = ModelConfig.from_dict(cfg["config"])
-        return cls(**cfg)
-
-
-class TransformerLayer(keras.layers.Layer):
+class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
     """One post-LN block: self-attention, add & norm, feed-forward, add & norm.
 
     Args:
@@ -157,17 +161,8 @@ class TransformerLayer(keras.layers.Layer):
         y = dropout(y, c.hidden_dropout_prob, seeds and seeds.next())
         return self.output_layer_norm(y + attn)
 
-    def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
 
-    @classmethod
-    def from_config(cls, cfg):
-        cfg = dict(cfg)
-        cfg["config"] = ModelConfig.from_dict(cfg["config"])
-        return cls(**cfg)
-
-
-class TransformerEncoder(keras.layers.Layer):
+class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
     """ELECTRA's encoder: embeddings, optional projection to the hidden size, N transformer layers.
 
     No pooler: `sequence_output[:, 0]` is the [CLS] vector, as the original.
@@ -230,12 +225,3 @@ class TransformerEncoder(keras.layers.Layer):
         for layer in self.transformer_layers:
             x = layer(x, input_mask, seeds=seeds)
         return x
-
-    def get_config(self):
-        return {**super().get_config(), "config": self.config.to_dict()}
-
-    @classmethod
-    def from_config(cls, cfg):
-        cfg = dict(cfg)
-        cfg["config"] = ModelConfig.from_dict(cfg["config"])
-        return cls(**cfg)
