@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import TINY, VOCAB, synthetic_batch, tiny_model
 
 from electra_tf import masking
 from electra_tf.configs import PretrainingConfig
@@ -16,42 +17,8 @@ from electra_tf.electra_mlm import ElectraMLMScorer, electra_mlm_probs
 from electra_tf.errors import UserError
 from electra_tf.modeling.pretraining_model import all_tokens_log_probs, metrics_from_sums
 from electra_tf.optimization import ElectraAdamW
-from electra_tf.training import build_pretrainer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
-VOCAB = 200
-TINY = dict(
-    model_size="small",
-    embedding_size=16,
-    model_hparam_overrides=dict(
-        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
-    ),
-    generator_hidden_size=0.5,
-    max_seq_length=16,
-)
-
-
-def _model(**overrides):
-    config = PretrainingConfig("t", "/nonexistent", **{**TINY, **overrides})
-    return config, build_pretrainer(config, VOCAB, SPECIAL)
-
-
-def _batch(seed=0, batch=4, length=16, low=110):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(low, VOCAB, (batch, length)).astype(np.int32)
-    ids[:, 0] = 101
-    lengths = rng.integers(length // 2, length + 1, batch)
-    mask = np.zeros_like(ids)
-    for b, n in enumerate(lengths):
-        ids[b, n - 1] = 102
-        ids[b, n:] = 0
-        mask[b, :n] = 1
-    return {
-        "input_ids": tf.constant(ids),
-        "input_mask": tf.constant(mask),
-        "segment_ids": tf.zeros_like(tf.constant(ids)),
-    }
 
 
 def _train(model, steps=3):
@@ -60,7 +27,7 @@ def _train(model, steps=3):
     before = [v.numpy().copy() for v in variables]
     losses = []
     for step in range(steps):
-        batch = _batch(step)
+        batch = synthetic_batch(step)
         with tf.GradientTape() as tape:
             loss = model.compute(batch, step=step, seed=0, training=True, dropout_seed=[0, step])[
                 "loss"
@@ -125,22 +92,22 @@ def test_each_variant_trains_with_finite_losses_and_metrics(name, tmp_path):
     if name == "unigram":
         _write_counts(tmp_path / "token_counts.txt", _unigram_counts())
         hparams["token_counts_file"] = str(tmp_path)
-    config, model = _model(**hparams)
+    config, model = tiny_model(**hparams)
     losses, changed = _train(model)
     assert all(math.isfinite(v) for v in losses), losses
     assert changed > 0
-    out = model.compute(_batch(9), step=0, seed=0, with_eval_stats=True)
+    out = model.compute(synthetic_batch(9), step=0, seed=0, with_eval_stats=True)
     metrics = metrics_from_sums({k: np.asarray(v, np.float64) for k, v in out.items()})
     assert all(np.isfinite(v) for v in metrics.values()), metrics
     assert 0 <= metrics["masked_lm_accuracy"] <= 1
 
 
 def test_untied_generator_embeddings_share_no_variables():
-    _, tied = _model()
+    _, tied = tiny_model()
     gen = {id(v) for v in tied.generator.weights + tied.generator_predictions.weights}
     disc = {id(v) for v in tied.discriminator.weights + tied.discriminator_predictions.weights}
     assert len(gen & disc) == 5  # word / position / token-type tables, embedding LayerNorm
-    _, untied = _model(untied_generator_embeddings=True)
+    _, untied = tiny_model(untied_generator_embeddings=True)
     gen = {id(v) for v in untied.generator.weights + untied.generator_predictions.weights}
     disc = {id(v) for v in untied.discriminator.weights + untied.discriminator_predictions.weights}
     assert not gen & disc
@@ -148,7 +115,7 @@ def test_untied_generator_embeddings_share_no_variables():
 
 
 def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
-    _, model = _model(untied_generator=False, generator_hidden_size=1.0)
+    _, model = tiny_model(untied_generator=False, generator_hidden_size=1.0)
     assert model.generator is model.discriminator
     paths = [v.path for v in model.trainable_weights]
     assert len(paths) == len(set(paths))
@@ -157,7 +124,7 @@ def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
     assert len(encoder) == len(model.discriminator.weights)  # one set of encoder variables
     # the generator's MLM loss trains the discriminator's encoder layers
     with tf.GradientTape() as tape:
-        out = model.compute(_batch(), step=0, seed=0)
+        out = model.compute(synthetic_batch(), step=0, seed=0)
     layer = model.discriminator.transformer_layers[-1].trainable_weights[0]
     assert tape.gradient(out["mlm_loss_sum"], layer) is not None
     with pytest.raises(UserError, match="generator_hidden_size=1.0"):
@@ -176,7 +143,7 @@ def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
 
 
 def test_generator_config_overrides_the_derived_config():
-    config, model = _model(generator_config={"hidden_size": 8, "num_hidden_layers": 1})
+    config, model = tiny_model(generator_config={"hidden_size": 8, "num_hidden_layers": 1})
     gen = model.generator.config
     assert (gen.hidden_size, gen.num_hidden_layers, gen.intermediate_size) == (8, 1, 32)
     assert gen.embedding_size == 16  # tied to the discriminator's
@@ -219,8 +186,8 @@ def _slot_replacements(model, batch, steps):
 
 
 def test_mlm_objective_masks_80_10_10_and_electra_objective_false_85_15():
-    batch = _batch(0, batch=256, length=128, low=104)
-    config, model = _model(objective="mlm", max_seq_length=128)
+    batch = synthetic_batch(0, batch=256, length=128, low=104)
+    config, model = tiny_model(objective="mlm", max_seq_length=128)
     assert model.generator is model.discriminator and model.discriminator_predictions is None
     orig, repl = _slot_replacements(model, batch, 2)
     n = len(orig)
@@ -231,15 +198,15 @@ def test_mlm_objective_masks_80_10_10_and_electra_objective_false_85_15():
     # a random token equals the original with probability 1/V
     assert abs(masked - 0.8) < 0.02 and abs(random - 0.1 * (1 - 1 / VOCAB)) < 0.015
     assert abs(kept - (0.1 + 0.1 / VOCAB)) < 0.015
-    _, original = _model(electra_objective=False, max_seq_length=128)
+    _, original = tiny_model(electra_objective=False, max_seq_length=128)
     orig, repl = _slot_replacements(original, batch, 2)
     assert np.all((repl == 103) | (repl == orig))  # no random tokens
     assert abs(np.mean(repl == 103) - 0.85) < 0.02
 
 
 def test_electra_15_discriminator_loss_counts_only_masked_positions():
-    _, model = _model(objective="electra_15")
-    batch = _batch(3)
+    _, model = tiny_model(objective="electra_15")
+    batch = synthetic_batch(3)
     capture = _Capture(model.discriminator)
     out = model.compute(batch, step=2, seed=1, with_eval_stats=True)
     m = model.mask(batch, 2, 1)
@@ -264,11 +231,11 @@ def test_electra_15_discriminator_loss_counts_only_masked_positions():
 
 
 def test_replace_mlm_inputs_have_no_mask_token():
-    _, model = _model(objective="replace_mlm")
+    _, model = tiny_model(objective="replace_mlm")
     # make the generator prefer [MASK] overwhelmingly: it must still never be sampled
     bias = model.generator_predictions.output_bias
     bias.assign(tf.tensor_scatter_nd_update(bias, [[103]], [50.0]))
-    batch = _batch(4)
+    batch = synthetic_batch(4)
     capture = _Capture(model.discriminator)
     out = model.compute(batch, step=0, seed=0)
     fake = capture.ids[-1]
@@ -285,13 +252,13 @@ def test_replace_mlm_inputs_have_no_mask_token():
 def test_unigram_generator_samples_follow_corpus_counts(tmp_path):
     counts = _unigram_counts()
     _write_counts(tmp_path / "token_counts.txt", counts)
-    _, model = _model(
+    _, model = tiny_model(
         uniform_generator="unigram",
         token_counts_file=str(tmp_path / "token_counts.txt"),
         max_seq_length=128,
     )
     assert model.generator is None
-    batch = _batch(5, batch=64, length=128, low=104)
+    batch = synthetic_batch(5, batch=64, length=128, low=104)
     capture = _Capture(model.discriminator)
     samples = []
     for step in range(3):
@@ -311,9 +278,9 @@ def test_unigram_generator_samples_follow_corpus_counts(tmp_path):
 
 
 def test_uniform_generator_true_is_the_original_uniform():
-    _, model = _model(uniform_generator=True)
+    _, model = tiny_model(uniform_generator=True)
     assert model.generator is None and model.uniform_generator == "uniform"
-    out = model.compute(_batch(), step=0, seed=0)
+    out = model.compute(synthetic_batch(), step=0, seed=0)
     np.testing.assert_allclose(
         out["mlm_loss_sum"] / out["mlm_weight_sum"], math.log(VOCAB), rtol=1e-5
     )
@@ -333,8 +300,8 @@ def test_all_tokens_log_probs_by_hand():
 
 
 def test_all_tokens_mlm_loss_covers_every_token_with_copy_probabilities():
-    _, model = _model(objective="all_tokens_mlm")
-    batch = _batch(6)
+    _, model = tiny_model(objective="all_tokens_mlm")
+    batch = synthetic_batch(6)
     capture = _Capture(model.discriminator)
     out = model.compute(batch, step=1, seed=2, with_eval_stats=True)
     fake = capture.ids[-1]
@@ -360,8 +327,8 @@ def test_all_tokens_mlm_loss_covers_every_token_with_copy_probabilities():
 
 
 def test_adversarial_generator_gradient_is_reinforce_through_sample_log_probs():
-    _, model = _model(adversarial_generator=True)
-    batch = _batch(7)
+    _, model = tiny_model(adversarial_generator=True)
+    batch = synthetic_batch(7)
     shared = {id(v) for v in model.discriminator.embeddings.weights}
     gen_vars = [
         v
@@ -443,8 +410,8 @@ def test_appendix_g_score_matches_the_formula_by_hand():
 
 
 def test_electra_mlm_scorer_runs_the_discriminator_on_each_candidate():
-    _, model = _model()
-    batch = _batch(8)
+    _, model = tiny_model()
+    batch = synthetic_batch(8)
     scorer = ElectraMLMScorer(model, top_k=5, max_sequences=7)  # several chunks
     sums = scorer.score_batch(batch)
     m = model.mask(batch, 0, 0)
@@ -478,7 +445,7 @@ def test_score_electra_mlm_command_on_a_saved_run(tmp_path):
     vocab = ["[PAD]"] + [f"[unused{i}]" for i in range(100)] + ["[CLS]", "[SEP]", "[MASK]"]
     vocab += [f"w{i}" for i in range(VOCAB - len(vocab))]
     (data_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    batch = _batch(0, batch=8)
+    batch = synthetic_batch(0, batch=8)
     with tf.io.TFRecordWriter(str(rec_dir / "pretrain_data.tfrecord-0-of-1")) as writer:
         for i in range(8):
             feats = {
@@ -488,7 +455,7 @@ def test_score_electra_mlm_command_on_a_saved_run(tmp_path):
             writer.write(
                 tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
             )
-    config, model = _model()
+    config, model = tiny_model()
     tf.train.Checkpoint(model=model).save(str(model_dir / "ckpt"))
     saved = {**config.to_dict(), "pretrain_tfrecords": None, "vocab_file": None, "model_dir": None}
     (model_dir / "config.json").write_text(json.dumps(saved))

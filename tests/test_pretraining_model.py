@@ -3,43 +3,11 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from pretraining_fixtures import SPECIAL, synthetic_batch, tiny_model
 
 from electra_tf.configs import PretrainingConfig, get_model_config
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.training import build_pretrainer, describe
-
-SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
-TINY = dict(
-    model_size="small",
-    embedding_size=16,
-    model_hparam_overrides=dict(
-        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
-    ),
-    generator_hidden_size=0.5,
-    max_seq_length=16,
-)
-
-
-def _tiny_model(**overrides):
-    config = PretrainingConfig("t", "/nonexistent", **{**TINY, **overrides})
-    return config, build_pretrainer(config, 200, SPECIAL)
-
-
-def _batch(seed=0, batch=4, length=16):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(110, 200, (batch, length)).astype(np.int32)
-    ids[:, 0] = 101
-    lengths = rng.integers(8, length + 1, batch)
-    mask = np.zeros_like(ids)
-    for b, n in enumerate(lengths):
-        ids[b, n - 1] = 102
-        ids[b, n:] = 0
-        mask[b, :n] = 1
-    return {
-        "input_ids": tf.constant(ids),
-        "input_mask": tf.constant(mask),
-        "segment_ids": tf.zeros_like(tf.constant(ids)),
-    }
 
 
 @pytest.mark.parametrize(
@@ -75,13 +43,13 @@ def test_small_pretraining_graph_counts_match_original():
 
 
 def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
-    config, model = _tiny_model()
+    config, model = tiny_model()
     emb = model.discriminator.embeddings
     assert model.generator.embeddings is emb
     paths = [v.path for v in model.trainable_weights]
     assert len(paths) == len(set(paths))
     assert sum(p.startswith("electra/embeddings/") for p in paths) == 5  # 3 tables + LN beta/gamma
-    batch = _batch()
+    batch = synthetic_batch()
     for weight_name in ("gen_weight", "disc_weight"):
         model.gen_weight = 1.0 if weight_name == "gen_weight" else 0.0
         model.disc_weight = 1.0 if weight_name == "disc_weight" else 0.0
@@ -96,8 +64,8 @@ def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
 
 
 def test_discriminator_loss_does_not_reach_generator_encoder():
-    config, model = _tiny_model()
-    batch = _batch(1)
+    config, model = tiny_model()
+    batch = synthetic_batch(1)
     gen_only = [
         v
         for v in model.generator.trainable_weights + model.generator_predictions.trainable_weights
@@ -112,7 +80,7 @@ def test_discriminator_loss_does_not_reach_generator_encoder():
 
 
 def test_untied_generator_embeddings_have_their_own_tables():
-    config, model = _tiny_model(untied_generator_embeddings=True)
+    config, model = tiny_model(untied_generator_embeddings=True)
     assert model.generator.embeddings is not model.discriminator.embeddings
     assert model.generator.embeddings_project is None  # E = generator hidden size
     paths = {v.path for v in model.trainable_weights}
@@ -120,8 +88,8 @@ def test_untied_generator_embeddings_have_their_own_tables():
 
 
 def test_losses_and_labels_by_hand():
-    config, model = _tiny_model()
-    batch = _batch(2)
+    config, model = tiny_model()
+    batch = synthetic_batch(2)
     out = model.compute(batch, step=3, seed=5, with_eval_stats=True)
     # recompute the pieces with the model's own masking and sampling, then the formulas by hand
     from electra_tf import masking
@@ -169,20 +137,20 @@ def test_losses_and_labels_by_hand():
 
 
 def test_mlm_objective_has_no_discriminator():
-    config, model = _tiny_model(electra_objective=False)
+    config, model = tiny_model(electra_objective=False)
     assert model.generator is model.discriminator
     assert model.discriminator_predictions is None
-    out = model.compute(_batch(), step=0, seed=0)
+    out = model.compute(synthetic_batch(), step=0, seed=0)
     assert "disc_loss_sum" not in out
     np.testing.assert_allclose(out["loss"], out["mlm_loss_sum"] / (out["mlm_weight_sum"] + 1e-6))
 
 
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_keeps_sampling_softmax_layernorm_and_losses_in_float32(precision):
-    config, model = _tiny_model(precision=precision)
+    config, model = tiny_model(precision=precision)
     assert model.discriminator.layer_0.query.compute_dtype == precision.split("_")[1]
     assert all(v.dtype == "float32" for v in model.trainable_weights)
-    batch = _batch(3)
+    batch = synthetic_batch(3)
     fn = tf.function(lambda b: model.compute(b, step=1, seed=2, training=True, dropout_seed=[1, 2]))
     out = fn(batch)
     for key in ("loss", "mlm_loss_sum", "disc_loss_sum"):
