@@ -10,7 +10,8 @@ TASK_SPLIT_predictions.tsv. `--hparams` is a JSON object or a JSON file; the key
 defaults are in electra_tf/finetune/config.py.
 
 With the default flags it runs the demo: fine-tunes the demo's pretrained model on the bundled
-sentence-polarity data (SST-2 layout), copied to runs/demo/finetuning_data/sst/ if absent.
+sentence-polarity data (SST-2 layout), copied to runs/demo/finetuning_data/sst/ if absent, in 5
+seeded trials of 30 epochs (`DEMO_HPARAMS`; `--hparams` overrides them).
 """
 
 import os
@@ -23,6 +24,10 @@ from electra_tf.errors import UserError, run_main
 
 DEMO_DATA_DIR = "runs/demo"
 DEMO_MODEL_NAME = "electra_small_demo"
+# The demo's task has 150 training sentences: the original's 3 epochs are 15 steps, too few for
+# the tiny demo model to fit them (it answers one class); 30 epochs at 1e-3 fit them (measured:
+# training accuracy 100%). Seeded trials make the figures reproducible; 5 give a median.
+DEMO_HPARAMS = dict(seed=0, num_trials=5, num_train_epochs=30.0, learning_rate=1e-3)
 BUNDLED_SST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sst_polarity")
 
 FLAGS = flags.FLAGS
@@ -62,7 +67,10 @@ def main() -> None:
     from electra_tf.finetune.config import FinetuningConfig
     from electra_tf.finetune.runner import run_finetuning
 
-    hparams = with_pretrained_size(FLAGS.data_dir, FLAGS.model_name, parse_hparams(FLAGS.hparams))
+    hparams = parse_hparams(FLAGS.hparams)
+    if FLAGS.data_dir == DEMO_DATA_DIR and FLAGS.model_name == DEMO_MODEL_NAME:
+        hparams = {**DEMO_HPARAMS, **hparams}
+    hparams = with_pretrained_size(FLAGS.data_dir, FLAGS.model_name, hparams)
     config = FinetuningConfig(FLAGS.model_name, FLAGS.data_dir, **hparams)
     prepare_demo_data(FLAGS.data_dir, config.task_names)
     if not os.path.isdir(FLAGS.data_dir):
@@ -73,6 +81,13 @@ def main() -> None:
         for split, metrics in median.items():
             shown = ", ".join(f"{k} {v:.2f}" for k, v in metrics.items())
             print(f"{task} {split} (median of {r['num_trials']}): {shown}", flush=True)
+            majority = r.get("majority_class", {}).get(split)
+            if majority:
+                print(
+                    f"{task} {split}: always answering {majority['label']} would score "
+                    f"accuracy {majority['accuracy']:.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

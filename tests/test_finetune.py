@@ -277,6 +277,10 @@ def test_f1_and_accuracy():
     r = s.get_results()
     assert r == pytest.approx({"accuracy": 60.0, "f1": 200 / 3, "loss": 3.0})
     assert s.predictions() == [(0, "1"), (1, "0"), (2, "1"), (3, "0"), (4, "1")]
+    # gold: three 1s, two 0s; predicted: three 1s, two 0s (by hand from the lists above)
+    assert s.label_counts() == {"gold": {"0": 2, "1": 3}, "predicted": {"0": 2, "1": 3}}
+    assert scorers.majority_class_accuracy({"0": 30, "1": 20}) == ("0", 60.0)
+    assert scorers.majority_class_accuracy({"neg": 1, "pos": 3}) == ("pos", 75.0)
 
 
 def test_spans_and_span_f1_with_partial_overlaps():

@@ -133,6 +133,14 @@ def test_end_to_end_multitask(run_dir, capsys):
     assert sst["trained_with"] == ["sst", "sts", "chunk"] and sst["trials"][0]["train_steps"] == 5
     assert set(sst["trials"][0]["dev"]) == {"accuracy", "loss"}
     assert sst["median"]["dev"] == sst["trials"][0]["dev"]
+    # the hand-made dev file has two "1" sentences and one "0"
+    assert sst["majority_class"] == {"dev": {"label": "1", "accuracy": pytest.approx(200 / 3)}}
+    (counts,) = sst["label_counts"]
+    assert (
+        counts["dev"]["gold"] == {"0": 1, "1": 2} and sum(counts["dev"]["predicted"].values()) == 3
+    )
+    assert "always answering 1 scores 66.67" in log
+    assert "majority_class" not in json.loads(read(os.path.join(results, "sts.json")))
     acc = sst["trials"][0]["dev"]["accuracy"]
     assert acc in (0.0, 100 / 3, 200 / 3, 100.0) or abs(acc * 3 / 100 - round(acc * 3 / 100)) < 1e-6
     assert set(json.loads(read(os.path.join(results, "sts.json")))["median"]["dev"]) == {
@@ -162,6 +170,28 @@ def test_restores_the_pretrained_encoder(run_dir):
     restore_encoder(model, os.path.join(d, "models", "tiny", "model.ckpt-5"))
     for a, b in zip(enc.weights, model.encoder.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_random_init_is_the_no_pretraining_baseline(run_dir, capsys):
+    d, enc = run_dir
+    hp = {**HPARAMS, "do_train": False, "keep_all_models": True}
+    results = os.path.join(d, "models", "tiny", "results", "sst.json")
+    before = read(results) if os.path.exists(results) else None
+    run_finetuning(FinetuningConfig("tiny", str(d), task_names=["sst"], random_init=True, **hp))
+    log = capsys.readouterr().out
+    assert "random_init: the encoder starts from random weights" in log
+    assert "loaded the discriminator" not in log
+    assert os.path.exists(os.path.join(d, "models", "tiny", "results_random_init", "sst.json"))
+    assert (read(results) if os.path.exists(results) else None) == before
+    # the kept (untrained) model has the tiny config's shapes but not the pretrained weights
+    saved = os.path.join(
+        d, "models", "tiny", "finetuning_models", "sst_model_1_random_init", "ckpt"
+    )
+    model, _ = build_model(tiny_config(), [ClassificationHead("sst", 2, name="sst")], dummy_batch())
+    tf.train.Checkpoint(model=model).read(saved).expect_partial()
+    pairs = list(zip(enc.weights, model.encoder.weights))
+    assert pairs and all(a.shape == b.shape for a, b in pairs)
+    assert not np.allclose(pairs[0][0].numpy(), pairs[0][1].numpy())
 
 
 def test_bad_data_keeps_earlier_results(run_dir):

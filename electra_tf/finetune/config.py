@@ -71,6 +71,9 @@ FINETUNING_DEFAULTS: dict[str, Any] = dict(  # noqa: C408 (keyword form reads as
     qa_na_threshold=-2.75,
     # paths (None: derived from data_dir and model_name)
     init_checkpoint=None,  # a checkpoint (prefix or directory); None: DATA_DIR/models/MODEL_NAME
+    # new: true fine-tunes a randomly initialised encoder of the same config (config.json beside
+    # init_checkpoint), the no-pretraining baseline; results go to results_random_init/
+    random_init=False,
     vocab_file=None,  # None: the model's vocab.txt, else DATA_DIR/vocab.txt
     # TPU (ignored)
     use_tpu=False,
@@ -142,7 +145,9 @@ class FinetuningConfig:
             setattr(self, k, v)
         self.pretrained_model_dir = os.path.join(data_dir, "models", model_name)
         self.init_checkpoint = self.init_checkpoint or self.pretrained_model_dir
-        self.results_dir = os.path.join(self.pretrained_model_dir, "results")
+        self.results_dir = os.path.join(
+            self.pretrained_model_dir, "results_random_init" if self.random_init else "results"
+        )
         self._validate()
 
     def raw_data_dir(self, task_name: str) -> str:

@@ -26,6 +26,7 @@ from electra_tf.configs import ModelConfig
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import FinetuningModel, build_model
+from electra_tf.finetune.scorers import ClassificationScorer, majority_class_accuracy
 from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.tasks import get_tasks
 from electra_tf.optimization import ElectraAdamW, ElectraSchedule, layerwise_lr_multipliers
@@ -78,7 +79,9 @@ def resolve_checkpoint(path: str) -> str | None:
 def load_model_config(config: FinetuningConfig, checkpoint: str | None) -> ModelConfig:
     """The pretraining run's `config.json` beside the checkpoint, else the size preset."""
     base = config.init_checkpoint if os.path.isdir(config.init_checkpoint) else None
-    base = base or (os.path.dirname(checkpoint) if checkpoint else config.pretrained_model_dir)
+    # random_init reads the architecture beside the checkpoint it does not load
+    ref = checkpoint or (config.init_checkpoint if config.random_init else None)
+    base = base or (os.path.dirname(ref) if ref else config.pretrained_model_dir)
     for d in (base, os.path.dirname(base)):
         path = os.path.join(d, "config.json")
         if os.path.exists(path):
@@ -221,13 +224,27 @@ def predict(fn, features: Features, batch_size: int) -> list[dict]:
 
 
 def score(fn, task: Task, split: str, examples, features: Features, batch_size: int):
+    """(metrics, one prediction per example, the scorer)."""
     scorer = task.make_scorer(split, examples)
     for batch in predict(fn, features, batch_size):
         scorer.update(batch)
-    return scorer.get_results(), scorer.predictions()
+    return scorer.get_results(), scorer.predictions(), scorer
 
 
 # -- the whole run ----------------------------------------------------------------------------------
+
+
+def class_balance(counts: list[dict[str, Any]]) -> dict[str, Any]:
+    """For classification tasks: each trial's gold / predicted label counts per split, and the
+    accuracy of always answering the split's most frequent label (the floor a small dev set's
+    accuracy should be read against)."""
+    if not counts:
+        return {}
+    majority = {}
+    for split, c in counts[0].items():
+        label, acc = majority_class_accuracy(c["gold"])
+        majority[split] = {"label": label, "accuracy": acc}
+    return {"label_counts": counts, "majority_class": majority}
 
 
 def median_results(trials: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -245,8 +262,8 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
     tokenizer = make_tokenizer(config.vocab_file, config.do_lower_case)
     tasks = get_tasks(config, tokenizer)
 
-    checkpoint = resolve_checkpoint(config.init_checkpoint)
-    if checkpoint is None and not config.debug:
+    checkpoint = None if config.random_init else resolve_checkpoint(config.init_checkpoint)
+    if checkpoint is None and not (config.debug or config.random_init):
         raise UserError(
             f"{config.init_checkpoint}: no checkpoint (pretrain first, or set init_checkpoint)"
         )
@@ -298,6 +315,7 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
     trial_results: dict[str, list[dict[str, dict[str, float]]]] = {t.name: [] for t in tasks}
     trial_info: list[dict[str, Any]] = []
     predictions: dict[str, list[tuple[str, list]]] = {}
+    label_counts: dict[str, list[dict[str, Any]]] = {t.name: [] for t in tasks}
     for trial in range(1, config.num_trials + 1):
         seed = config.trial_seed(trial)
         if seed is not None:
@@ -306,6 +324,8 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
         if checkpoint is not None:
             restore_encoder(model, checkpoint)
             log(f"trial {trial}: loaded the discriminator encoder from {checkpoint}")
+        elif config.random_init:
+            log(f"trial {trial}: random_init: the encoder starts from random weights")
         info: dict[str, Any] = {"trial": trial, "seed": seed}
         if config.do_train and steps > 0:
             log(
@@ -316,7 +336,8 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
             model_dir = os.path.join(
                 config.pretrained_model_dir,
                 "finetuning_models",
-                f"{'_'.join(config.task_names)}_model_{trial}",
+                f"{'_'.join(config.task_names)}_model_{trial}"
+                + ("_random_init" if config.random_init else ""),
             )
             tf.train.Checkpoint(model=model).write(os.path.join(model_dir, "ckpt"))
             # every checkpoint directory carries what is needed to rebuild and read it
@@ -333,12 +354,13 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
             with open(os.path.join(model_dir, "vocab.txt"), "wb") as dst:
                 dst.write(vocab_bytes)
         per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
+        counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}
         fns = {
             t.name: tf.function(lambda batch, name=t.name, m=model: m.predict_task(batch, name))
             for t in tasks
         }
         for task, split, examples, feats in eval_sets:
-            results, preds = score(
+            results, preds, scorer = score(
                 fns[task.name], task, split, examples, feats, config.eval_batch_size
             )
             is_test = split in task.test_splits()
@@ -348,10 +370,22 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
                     f"trial {trial} {task.name} {split}: "
                     + ", ".join(f"{k} {v:.2f}" for k, v in results.items())
                 )
+                if isinstance(scorer, ClassificationScorer):
+                    counts[task.name][split] = c = scorer.label_counts()
+                    label, acc = majority_class_accuracy(c["gold"])
+                    log(
+                        f"trial {trial} {task.name} {split}: predicted "
+                        + ", ".join(f"{k}: {v}" for k, v in c["predicted"].items())
+                        + "; gold "
+                        + ", ".join(f"{k}: {v}" for k, v in c["gold"].items())
+                        + f" (always answering {label} scores {acc:.2f})"
+                    )
             suffix = "" if trial == 1 else f"_trial{trial}"
             predictions[f"{task.name}_{split}_predictions{suffix}.tsv"] = preds
         for t in tasks:
             trial_results[t.name].append(per_task[t.name])
+            if counts[t.name]:
+                label_counts[t.name].append(counts[t.name])
         trial_info.append(info)
 
     # everything succeeded: write atomically
@@ -365,6 +399,7 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
             "num_trials": config.num_trials,
             "trials": [{**info, **res} for info, res in zip(trial_info, trials)],
             "median": median_results(trials) if trials and trials[0] else {},
+            **class_balance(label_counts[task.name]),
             "config": config.to_dict(),
             "model_config": model_config.to_dict(),
         }

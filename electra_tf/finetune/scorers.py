@@ -176,6 +176,22 @@ class ClassificationScorer(Scorer):
         eids, preds = self._get("eid"), self._get("predictions")
         return sorted((int(e), self.label_list[int(p)]) for e, p in zip(eids, preds))
 
+    def label_counts(self) -> dict[str, dict[str, int]]:
+        """How often each label is the gold one and the predicted one (not ×100, not in the
+        metrics): on small dev sets, whether the model answers one class for everything."""
+        out = {}
+        for kind, key in (("gold", "label_ids"), ("predicted", "predictions")):
+            ids = self._get(key).astype(np.int64)
+            out[kind] = {name: int(np.sum(ids == i)) for i, name in enumerate(self.label_list)}
+        return out
+
+
+def majority_class_accuracy(gold_counts: dict[str, int]) -> tuple[str, float]:
+    """(the most frequent gold label, ×100 the accuracy of always answering it)."""
+    label = max(gold_counts, key=lambda k: gold_counts[k])
+    total = sum(gold_counts.values())
+    return label, 100.0 * gold_counts[label] / total if total else 0.0
+
 
 class RegressionScorer(Scorer):
     """Pearson, Spearman (×100), mse and loss, on the normalised scale (STS label / 5)."""
