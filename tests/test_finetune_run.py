@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -99,6 +100,7 @@ def run_dir(tmp_path_factory):
     cfg = tiny_config()
     with open(model_dir / "config.json", "w") as f:
         json.dump({"model_size": "small", "model_config": cfg.to_dict()}, f)
+    keras.utils.set_random_seed(0)  # the same "pretrained" weights every run
     enc = TransformerEncoder(cfg)
     b = dummy_batch()
     enc(b["input_ids"], b["input_mask"], b["segment_ids"])
@@ -154,8 +156,16 @@ def test_end_to_end_multitask(run_dir, capsys):
     lines = read(os.path.join(results, "sst_dev_predictions.tsv")).splitlines()
     assert lines[0] == "id\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["0", "1", "2"]
     assert all(l.split("\t")[1] in ("0", "1") for l in lines[1:])
+    # STS predictions are written on the data's 0-5 scale; the reported mse is on the model's
+    # label/5 scale: recompute it from the TSV and the dev file's gold scores (last column)
     sts = read(os.path.join(results, "sts_dev_predictions.tsv")).splitlines()[1:]
-    assert len(sts) == 5 and all(0 <= float(l.split("\t")[1]) <= 10 for l in sts)
+    dev_rows = read(os.path.join(d, "finetuning_data", "sts", "dev.tsv")).splitlines()[1:]
+    gold = [float(r.split("\t")[-1]) for r in dev_rows]
+    pred = [float(l.split("\t")[1]) for l in sts]
+    assert len(pred) == len(gold) == 5
+    mse = sum((g / 5 - p / 5) ** 2 for g, p in zip(gold, pred)) / 5
+    sts_mse = json.loads(read(os.path.join(results, "sts.json")))["trials"][0]["dev"]["mse"]
+    assert sts_mse == pytest.approx(mse, rel=1e-4)
     assert len(read(os.path.join(results, "sst_test_predictions.tsv")).splitlines()) == 3
     chunk = read(os.path.join(results, "chunk_dev_predictions.tsv")).splitlines()
     assert chunk[1].split("\t")[0] == "0" and len(chunk[1].split("\t")[1].split(" ")) == 10

@@ -10,6 +10,7 @@ Outputs under `DATA_DIR/models/MODEL_NAME/results/`:
     trial t > 1 writes `<task>_<split>_predictions_trial<t>.tsv` as well.
 """
 
+import functools
 import math
 import os
 import re
@@ -355,8 +356,10 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
                 dst.write(vocab_bytes)
         per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
         counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}
+        # partials, not lambdas: TensorFlow counts traces per code object, so one lambda traced
+        # once per trial would set off its "excessive retracing" warning from the fifth trial
         fns = {
-            t.name: tf.function(lambda batch, name=t.name, m=model: m.predict_task(batch, name))
+            t.name: tf.function(functools.partial(model.predict_task, task_name=t.name))
             for t in tasks
         }
         for task, split, examples, feats in eval_sets:
