@@ -152,20 +152,32 @@ def describe(model: ElectraPretrainer) -> Dict[str, int]:
     }
 
 
-def flops_per_step(config: PretrainingConfig, model: ElectraPretrainer) -> float:
-    """Training FLOPs of one step (paper convention: backward = forward)."""
-    objective = config.objective if config.electra_objective else "mlm"
-    gen = model.generator.config if model.generator is not None else None
-    if model.generator is model.discriminator and objective == "mlm":
-        gen = None  # one network with an MLM head
-    return flops_lib.pretraining_flops_per_step(
-        model.discriminator.config,
-        gen,  # None without a generator network (uniform / unigram sampling)
-        batch_size=config.train_batch_size,
-        seq_len=config.max_seq_length,
-        objective=objective,
-        mask_prob=config.mask_prob,
+def config_flops_per_step(
+    config: PretrainingConfig, disc_config, gen_config, sparse_embed_lookup: bool = False
+) -> float:
+    """Training FLOPs of one step of `config`'s objective with these networks (paper convention:
+    backward = forward). `gen_config` None: no generator network (uniform / unigram sampling, or
+    masked LM on the discriminator itself). `sparse_embed_lookup`: lookups counted as gathers."""
+    return float(
+        flops_lib.pretraining_flops_per_step(
+            disc_config,
+            gen_config,
+            batch_size=config.train_batch_size,
+            seq_len=config.max_seq_length,
+            objective=config.objective if config.electra_objective else "mlm",
+            mask_prob=config.mask_prob,
+            sparse_embed_lookup=sparse_embed_lookup,
+        )
     )
+
+
+def flops_per_step(config: PretrainingConfig, model: ElectraPretrainer) -> float:
+    """Training FLOPs of one step of a built model (paper convention)."""
+    gen = model.generator.config if model.generator is not None else None
+    masked_lm_only = not config.electra_objective or config.objective == "mlm"
+    if model.generator is model.discriminator and masked_lm_only:
+        gen = None  # one network with an MLM head
+    return config_flops_per_step(config, model.discriminator.config, gen)
 
 
 class PretrainingRunner:

@@ -43,7 +43,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from electra_tf import configs, flops  # noqa: E402
+from electra_tf import configs  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
 
 OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
@@ -104,21 +104,6 @@ def progress(msg: str) -> None:
 
 
 # -- FLOPs ------------------------------------------------------------------------------------------
-
-
-def flops_per_step(config, disc, gen, sparse: bool) -> float:
-    """Training FLOPs of one step of `config.objective` (backward = forward)."""
-    return float(
-        flops.pretraining_flops_per_step(
-            disc,
-            gen,
-            batch_size=config.train_batch_size,
-            seq_len=config.max_seq_length,
-            objective=config.objective,
-            mask_prob=config.mask_prob,
-            sparse_embed_lookup=sparse,
-        )
-    )
 
 
 def steps_for_budget(budget: float, fps: float, num_checkpoints: int) -> int:
@@ -397,6 +382,8 @@ def main() -> None:
     data_dir = prepare_data(work_dir, FLAGS.seq_len)
     vocab_size = sum(1 for _ in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8"))
 
+    from electra_tf.training import config_flops_per_step
+
     # FLOPs per step of each objective, and the steps that spend the budget
     sparse = FLAGS.flops_convention == "sparse"
     plan = {}
@@ -406,8 +393,8 @@ def main() -> None:
         if gen is None and obj != "mlm":  # configs that tie the generator report None
             gen = disc
         plan[obj] = {
-            "flops_per_step_sparse": flops_per_step(config, disc, gen, True),
-            "flops_per_step_paper": flops_per_step(config, disc, gen, False),
+            "flops_per_step_sparse": config_flops_per_step(config, disc, gen, True),
+            "flops_per_step_paper": config_flops_per_step(config, disc, gen, False),
         }
     key = "flops_per_step_sparse" if sparse else "flops_per_step_paper"
     budget = FLAGS.budget_flops or (FLAGS.scale * FLAGS.budget_electra_steps * plan["electra"][key])

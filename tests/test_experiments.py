@@ -9,6 +9,7 @@ import pytest
 from absl import flags
 
 from electra_tf import configs, flops
+from electra_tf.training import config_flops_per_step
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -40,7 +41,7 @@ def tiny(objective):
 def step_flops(objective, sparse):
     c = tiny(objective)
     disc, gen = c.model_configs(30522)
-    return efficiency.flops_per_step(c, disc, gen, sparse), disc, gen
+    return config_flops_per_step(c, disc, gen, sparse), disc, gen
 
 
 @pytest.mark.parametrize("sparse", [True, False])
