@@ -82,12 +82,12 @@ def main() -> None:
         raise UserError("--checkpoint and --export_dir are required")
     if os.path.isdir(FLAGS.export_dir) and os.listdir(FLAGS.export_dir):  # before importing TF
         raise UserError(f"{FLAGS.export_dir}: the export directory is not empty; choose a new one")
-    from electra_tf import checkpoints, export
+    from electra_tf import export, loading, run_dir
 
     export.check_export_dir(FLAGS.export_dir)
-    prefix = checkpoints.resolve_checkpoint(FLAGS.checkpoint)
-    vocab_file = FLAGS.vocab_file or export.find_beside(prefix, ("vocab.txt",))
-    config_path = FLAGS.model_config or export.find_beside(prefix, export.CONFIG_NAMES)
+    prefix = run_dir.resolve_checkpoint(FLAGS.checkpoint)
+    vocab_file = FLAGS.vocab_file or run_dir.find_beside(prefix, (run_dir.VOCAB_FILE,))
+    config_path = FLAGS.model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
     if export.is_finetuning_config(config_path):
         if FLAGS.format != "saved_model":
             raise UserError(
@@ -105,7 +105,7 @@ def main() -> None:
     elif FLAGS.format == "saved_model":
         if vocab_file is None:
             raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
-        loaded = export.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         export.export_saved_model(
             loaded,
@@ -117,7 +117,7 @@ def main() -> None:
         )
         print(f"wrote the {FLAGS.head} SavedModel to {FLAGS.export_dir}")
     else:
-        loaded = export.load_networks(prefix, FLAGS.model_config, None)
+        loaded = loading.load_networks(prefix, FLAGS.model_config, None)
         print(loaded.report.summary(), flush=True)
         names = export.export_original_checkpoint(loaded, FLAGS.export_dir, vocab_file)
         print(f"wrote {len(names)} variables ({', '.join(loaded.parts)}) to {FLAGS.export_dir}")

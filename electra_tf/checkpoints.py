@@ -14,13 +14,13 @@ for a partial restore (`warm_start`), which returns what it could not restore.
 
 import dataclasses
 import os
-import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from electra_tf import run_dir
 from electra_tf.errors import UserError
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -36,26 +36,6 @@ def _listing(items: Sequence[str]) -> str:
     shown = ", ".join(items[:MAX_LISTED])
     more = len(items) - MAX_LISTED
     return shown + (f", ... ({more} more)" if more > 0 else "")
-
-
-def resolve_checkpoint(path: str) -> str:
-    """A checkpoint prefix from a prefix or a directory (its latest checkpoint; without a
-    `checkpoint` state file, the highest-numbered prefix in it)."""
-    if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest is not None and tf.io.gfile.exists(latest + ".index"):
-            return latest
-        prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
-        if not prefixes:
-            raise UserError(f"{path}: the directory holds no checkpoint (no *.index file)")
-
-        def number(p: str) -> int:
-            return int(re.search(r"(\d*)$", p).group(1) or -1)
-
-        return os.path.join(path, max(prefixes, key=lambda p: (number(p), p)))
-    if not tf.io.gfile.exists(path + ".index"):
-        raise UserError(f"{path}: no such checkpoint (neither a directory nor {path}.index)")
-    return path
 
 
 def is_object_based(prefix: str) -> bool:
@@ -244,7 +224,7 @@ def discriminator_object_path(prefix: str) -> str:
 def restore_discriminator(encoder, path: str) -> str:
     """Loads the discriminator encoder (every variable, or an error) from a checkpoint of this
     project (pretraining or fine-tuning) or an original TF1 one; returns the prefix used."""
-    prefix = resolve_checkpoint(path)
+    prefix = run_dir.resolve_checkpoint(path)
     if is_object_based(prefix):
         roots = {discriminator_object_path(prefix): encoder}
         restore_objects(roots, prefix, encoder.weights, what="discriminator encoder")
@@ -257,7 +237,7 @@ def warm_start(model, path: str) -> Tuple[int, List[str]]:
     """Restores the variables of `model` (an `ElectraPretrainer`) that the checkpoint holds,
     ours or an original one; returns (count restored, paths not restored). Shape mismatches
     raise."""
-    prefix = resolve_checkpoint(path)
+    prefix = run_dir.resolve_checkpoint(path)
     if is_object_based(prefix):
         report = restore_objects({"model": model}, prefix, model.weights, strict=False)
     else:

@@ -5,148 +5,18 @@ Every pretraining default lives in `PRETRAINING_DEFAULTS`, validated on load lik
 """
 
 import dataclasses
-import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from electra_tf.errors import UserError
-
-MODEL_SIZES = {
-    # hidden size, number of layers (original util/training_utils.py)
-    "small": (256, 12),
-    "base": (768, 12),
-    "large": (1024, 24),
-}
-
-
-@dataclasses.dataclass
-class ModelConfig:
-    """A transformer encoder's configuration, with the standard BERT JSON keys."""
-
-    vocab_size: int = 30522
-    embedding_size: Optional[int] = None
-    hidden_size: int = 256
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 4
-    intermediate_size: int = 1024
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-
-    def __post_init__(self):
-        if self.embedding_size is None:
-            self.embedding_size = self.hidden_size
-        if self.hidden_size % self.num_attention_heads:
-            raise UserError(
-                f"hidden_size {self.hidden_size} is not a multiple of "
-                f"num_attention_heads {self.num_attention_heads}"
-            )
-        if self.hidden_act not in ("gelu", "relu", "gelu_approximate"):
-            raise UserError(f"hidden_act {self.hidden_act!r} is not one of gelu, relu")
-
-    def to_dict(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Dict[str, Any], source: str = "model config") -> "ModelConfig":
-        valid = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            raise UserError(
-                f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(valid))}"
-            )
-        return cls(**d)
-
-    @classmethod
-    def from_json_file(cls, path: str) -> "ModelConfig":
-        d = read_json(path)
-        if "model_config" in d and isinstance(d["model_config"], dict):
-            d = d["model_config"]  # a run's config.json holds the model config under this key
-        return cls.from_dict(d, source=path)
-
-    def to_json_file(self, path: str) -> None:
-        write_json(path, self.to_dict())
-
-
-def read_json(path: str) -> Dict[str, Any]:
-    if not os.path.exists(path):
-        raise UserError(f"{path}: no such file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
-
-
-def write_json(path: str, obj: Any) -> None:
-    """Writes JSON atomically (a crash never leaves a half-written file)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def get_model_config(
-    model_size: str,
-    vocab_size: int = 30522,
-    embedding_size: Optional[int] = None,
-    overrides: Optional[Dict[str, Any]] = None,
-) -> ModelConfig:
-    """The discriminator's config for a size preset, as the original's `get_bert_config`."""
-    if model_size not in MODEL_SIZES:
-        raise UserError(f"model_size {model_size!r} is not one of {', '.join(MODEL_SIZES)}")
-    hidden, layers = MODEL_SIZES[model_size]
-    args: Dict[str, Any] = {"hidden_size": hidden, "num_hidden_layers": layers}
-    args["vocab_size"] = vocab_size
-    args.update(overrides or {})
-    # heads and FFN follow the (possibly overridden) hidden size; explicit overrides still win
-    args["num_attention_heads"] = max(1, args["hidden_size"] // 64)
-    args["intermediate_size"] = 4 * args["hidden_size"]
-    args.update(overrides or {})
-    if embedding_size is not None:
-        args["embedding_size"] = embedding_size
-    return ModelConfig.from_dict(args, source="model_hparam_overrides")
-
-
-def get_generator_config(
-    disc: ModelConfig, hidden_fraction: float, layers_fraction: float = 1.0
-) -> ModelConfig:
-    """Generator = the discriminator narrowed (same depth by default), as the original."""
-    gen = dataclasses.replace(disc)
-    gen.hidden_size = int(round(disc.hidden_size * hidden_fraction))
-    gen.num_hidden_layers = int(round(disc.num_hidden_layers * layers_fraction))
-    gen.intermediate_size = 4 * gen.hidden_size
-    gen.num_attention_heads = max(1, gen.hidden_size // 64)
-    if gen.hidden_size < 1 or gen.num_hidden_layers < 1:
-        raise UserError(
-            f"generator_hidden_size {hidden_fraction} / generator_layers {layers_fraction} give an "
-            f"empty generator (hidden {gen.hidden_size}, layers {gen.num_hidden_layers})"
-        )
-    return gen
-
-
-def parse_hparams(value: Optional[str]) -> Dict[str, Any]:
-    """`--hparams`: a JSON object string, or a path to a file holding one."""
-    if not value:
-        return {}
-    text = value.strip()
-    if not text.startswith("{"):
-        if not os.path.exists(text):
-            raise UserError(f"--hparams {text!r} is neither a JSON object nor an existing file")
-        return read_json(text)
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(f"--hparams is not valid JSON ({e})") from None
-    if not isinstance(d, dict):
-        raise UserError("--hparams must be a JSON object")
-    return d
-
+from electra_tf.hparams import parse_hparams  # noqa: F401  (re-exported for the scripts)
+from electra_tf.io_utils import read_json, write_json  # noqa: F401
+from electra_tf.model_config import (  # noqa: F401
+    MODEL_SIZES,
+    ModelConfig,
+    get_generator_config,
+    get_model_config,
+)
 
 OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
 
@@ -347,7 +217,7 @@ class PretrainingConfig:
             return disc, None
         gen = get_generator_config(disc, self.generator_hidden_size, self.generator_layers)
         if self.untied_generator_embeddings:
-            gen.embedding_size = gen.hidden_size
+            gen = dataclasses.replace(gen, embedding_size=gen.hidden_size)
         if self.generator_config:
             derived = gen.to_dict()
             hidden = self.generator_config.get("hidden_size")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import checkpoints, export
+from electra_tf import checkpoints, loading, run_dir
 from electra_tf.configs import PretrainingConfig
 from electra_tf.errors import UserError
 from electra_tf.modeling.encoder import TransformerEncoder
@@ -157,8 +157,8 @@ def original(tmp_path_factory):
 
 def test_fake_original_loads_every_variable_by_name(original):
     prefix, values, config = original
-    loaded = export.load_networks(prefix, config)
-    assert loaded.parts == export.PARTS
+    loaded = loading.load_networks(prefix, config)
+    assert loaded.parts == loading.PARTS
     nets = loaded.networks
     got = {w.path: w.numpy() for w in nets.weights_of(loaded.parts)}
     assert set(got) == set(values)  # exactly the original's names, none missing, none extra
@@ -177,7 +177,7 @@ def test_fake_original_loads_every_variable_by_name(original):
 def test_restore_discriminator_from_original_skips_the_generator(original):
     prefix, values, config = original
     # built by a first call, as fine-tuning's build_model does
-    enc = TransformerEncoder(export.read_config(config).model, name="electra")
+    enc = TransformerEncoder(run_dir.read_run_config(config).model_config, name="electra")
     enc(tf.zeros([1, 4], tf.int32), tf.ones([1, 4], tf.int32), tf.zeros([1, 4], tf.int32))
     assert checkpoints.restore_discriminator(enc, os.path.dirname(prefix)) == prefix
     for w in enc.weights:
@@ -193,8 +193,8 @@ def test_missing_names_fail_loudly_with_the_list(tmp_path):
     del names["electra/embeddings/LayerNorm/gamma"]
     prefix = str(tmp_path / "ckpt")
     write_fake_original(prefix, names)
-    config = export.read_config(bert_config(str(tmp_path / "c.json"))).model
-    enc = export.build_networks(config, None, ["discriminator"]).discriminator
+    config = run_dir.read_run_config(bert_config(str(tmp_path / "c.json"))).model_config
+    enc = loading.build_networks(config, None, ["discriminator"]).discriminator
     with pytest.raises(UserError) as e:
         checkpoints.restore_discriminator(enc, prefix)
     msg = str(e.value)
@@ -213,7 +213,7 @@ def test_shape_mismatch_names_the_variable_and_both_shapes(original, tmp_path):
     prefix, _, _ = original
     config = bert_config(str(tmp_path / "c.json"), hidden_size=48, num_attention_heads=3)
     with pytest.raises(UserError) as e:
-        export.load_networks(prefix, config, "discriminator")
+        loading.load_networks(prefix, config, "discriminator")
     msg = str(e.value)
     assert "electra/embeddings_project/kernel is [16, 32] in the checkpoint but [16, 48]" in msg
 
@@ -222,15 +222,15 @@ def test_wrong_vocab_size_is_named(original, tmp_path):
     prefix, _, _ = original
     config = bert_config(str(tmp_path / "c.json"), vocab_size=V + 5)
     with pytest.raises(UserError, match=f"vocab_size {V + 5} does not match.*{V} word emb"):
-        export.load_networks(prefix, config, "encoder")
+        loading.load_networks(prefix, config, "encoder")
 
 
 def test_directory_without_checkpoint(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(UserError, match="holds no checkpoint"):
-        checkpoints.resolve_checkpoint(str(tmp_path))
+        run_dir.resolve_checkpoint(str(tmp_path))
     with pytest.raises(UserError, match="no such checkpoint"):
-        checkpoints.resolve_checkpoint(str(tmp_path / "ckpt-3"))
+        run_dir.resolve_checkpoint(str(tmp_path / "ckpt-3"))
 
 
 def test_object_based_checkpoint_restores_and_warm_starts(tmp_path):
@@ -238,7 +238,7 @@ def test_object_based_checkpoint_restores_and_warm_starts(tmp_path):
     assert checkpoints.is_object_based(prefix)
     want = {w.path: w.numpy() for w in model.weights}
     # the discriminator alone (fine-tuning's path), from the run directory
-    config = export.read_config(str(tmp_path / "run" / "config.json")).model
+    config = run_dir.read_run_config(str(tmp_path / "run" / "config.json")).model_config
     enc = TransformerEncoder(config, name="electra")
     enc.build()
     assert checkpoints.restore_discriminator(enc, str(tmp_path / "run")) == prefix
@@ -258,7 +258,7 @@ def test_object_based_shape_mismatch(tmp_path):
     _, prefix = write_run(str(tmp_path / "run"))
     config = bert_config(str(tmp_path / "c.json"), intermediate_size=I + 8)
     with pytest.raises(UserError) as e:
-        export.load_networks(prefix, config, "encoder")
+        loading.load_networks(prefix, config, "encoder")
     assert "electra/encoder/layer_0/intermediate/dense/kernel is [32, 64] in the checkpoint " in (
         str(e.value)
     )

@@ -1,0 +1,53 @@
+"""Small file helpers: JSON read with one-line errors, and writes that a crash never leaves
+half-done (write a temporary file beside the target, then rename it over the target)."""
+
+import json
+import os
+import shutil
+from typing import Any, Callable, Dict
+
+from electra_tf.errors import UserError
+
+
+def read_json(path: str) -> Dict[str, Any]:
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+        ) from None
+
+
+def write_atomically(path: str, write: Callable[[Any], None], mode: str = "w") -> None:
+    """Calls `write(file)` on a temporary file beside `path`, then renames it to `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(path: str, obj: Any) -> None:
+    """Writes JSON atomically (sorted keys, indented)."""
+
+    def write(f):
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+    write_atomically(path, write)
+
+
+def copy_file_atomically(src: str, dst: str) -> None:
+    def write(f):
+        with open(src, "rb") as source:
+            shutil.copyfileobj(source, f)
+
+    write_atomically(dst, write, mode="wb")

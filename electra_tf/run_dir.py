@@ -1,0 +1,273 @@
+"""The run directory: the one owner of what a run puts on disk and of how it is found again.
+
+A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
+
+    config.json            {"kind": "pretraining", every hparam (flat keys), "model_config",
+                            "generator_config", "num_replicas", "flops_per_step"}
+    vocab.txt              the vocab the run was trained with
+    checkpoint, ckpt-N.*   tf.train.CheckpointManager's checkpoints
+    eval_results.json      the last evaluation
+    train/, eval/          TensorBoard summaries
+    results/TASK.json, results/TASK_SPLIT_predictions*.tsv      fine-tuning results
+    results_random_init/   the same for the no-pretraining baseline
+    finetuning_models/TASKS_model_TRIAL/   kept fine-tuned models: ckpt.*, config.json
+                            ({"kind": "finetuning", ...}), vocab.txt
+
+and a checkpoint found anywhere else (an original google-research release, an exported
+original-layout directory) is described by a `bert_config.json` or `config.json` beside it or in
+the directory above. `read_run_config` reads any of these formats into one `RunConfig`.
+"""
+
+import dataclasses
+import os
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from electra_tf.errors import UserError
+from electra_tf.io_utils import copy_file_atomically, read_json, write_json
+from electra_tf.model_config import ModelConfig
+
+CONFIG_FILE = "config.json"
+BERT_CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+EVAL_RESULTS_FILE = "eval_results.json"
+CONFIG_FILES = (CONFIG_FILE, BERT_CONFIG_FILE)
+PRETRAINING = "pretraining"
+FINETUNING = "finetuning"
+MODEL = "model"  # a bare BERT JSON model config (an original release)
+KINDS = (PRETRAINING, FINETUNING, MODEL)
+# what a run's config.json holds beside the flat hparams
+_RUN_KEYS = ("kind", "model_config", "generator_config", "num_replicas", "flops_per_step")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """What a config file describes, whatever its format.
+
+    Attributes:
+        path: the file read.
+        kind: "pretraining", "finetuning" or "model" (a bare BERT JSON).
+        model_config: the discriminator's (or the fine-tuned encoder's) config.
+        generator_config: the pretraining generator's config, or None.
+        hparams: the flat hparams the run was started with ({} for "model").
+        extra: other recorded values (num_replicas, flops_per_step).
+    """
+
+    path: str
+    kind: str
+    model_config: ModelConfig
+    generator_config: Optional[ModelConfig] = None
+    hparams: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def do_lower_case(self) -> bool:
+        return bool(self.hparams.get("do_lower_case", True))
+
+    @property
+    def task_names(self) -> List[str]:
+        return list(self.hparams.get("task_names") or [])
+
+
+def _kind_of(d: Dict[str, Any], path: str) -> str:
+    kind = d.get("kind")
+    if kind is not None:
+        if kind not in KINDS:
+            raise UserError(f"{path}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        return kind
+    # files written before config.json recorded its kind: the only place that tells them apart
+    # by their keys
+    if isinstance(d.get("model_config"), dict):
+        return FINETUNING if isinstance(d.get("task_names"), list) else PRETRAINING
+    return MODEL
+
+
+def read_run_config(path: str) -> RunConfig:
+    """Reads a run's config.json (pretraining or fine-tuning) or a BERT JSON model config."""
+    d = read_json(path)
+    if not isinstance(d, dict):
+        raise UserError(f"{path}: not a JSON object")
+    kind = _kind_of(d, path)
+    if kind == MODEL:
+        return RunConfig(path, MODEL, ModelConfig.from_dict(d, source=path))
+    if not isinstance(d.get("model_config"), dict):
+        raise UserError(f"{path}: a {kind} config.json without its model_config")
+    gen = d.get("generator_config")
+    return RunConfig(
+        path,
+        kind,
+        ModelConfig.from_dict(d["model_config"], source=f"{path} model_config"),
+        ModelConfig.from_dict(gen, source=f"{path} generator_config") if gen else None,
+        {k: v for k, v in d.items() if k not in _RUN_KEYS},
+        {k: d[k] for k in ("num_replicas", "flops_per_step") if k in d},
+    )
+
+
+def write_run_config(
+    path: str,
+    kind: str,
+    hparams: Dict[str, Any],
+    model_config: ModelConfig,
+    generator_config: Optional[ModelConfig] = None,
+    **extra: Any,
+) -> None:
+    """Writes a run's config.json: its kind, flat hparams, model config(s) and `extra`."""
+    if kind not in (PRETRAINING, FINETUNING):
+        raise ValueError(f"kind {kind!r}")
+    d = dict(hparams)
+    d.update(extra)
+    d["kind"] = kind
+    d["model_config"] = model_config.to_dict()
+    if kind == PRETRAINING or generator_config is not None:
+        d["generator_config"] = generator_config.to_dict() if generator_config else None
+    write_json(path, d)
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+
+
+def _number(prefix: str) -> int:
+    return int(re.search(r"(\d*)$", prefix).group(1) or -1)
+
+
+def find_checkpoint(path: str) -> Optional[str]:
+    """A checkpoint prefix from a prefix or a directory (its latest checkpoint; without a
+    `checkpoint` state file, the highest-numbered prefix in it), or None."""
+    import tensorflow as tf
+
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is not None and tf.io.gfile.exists(latest + ".index"):
+            return latest
+        prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
+        if not prefixes:
+            return None
+        return os.path.join(path, max(prefixes, key=lambda p: (_number(p), p)))
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    return None
+
+
+def resolve_checkpoint(path: str) -> str:
+    """`find_checkpoint`, or a UserError saying what is missing."""
+    prefix = find_checkpoint(path)
+    if prefix is not None:
+        return prefix
+    if os.path.isdir(path):
+        raise UserError(f"{path}: the directory holds no checkpoint (no *.index file)")
+    raise UserError(f"{path}: no such checkpoint (neither a directory nor {path}.index)")
+
+
+def find_beside(path: str, names: Sequence[str]) -> Optional[str]:
+    """The first of `names` in the directory of a checkpoint prefix (or in `path` itself when it
+    is a directory), else in the directory above it."""
+    path = os.path.abspath(path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    for d in (directory, os.path.dirname(directory)):
+        for name in names:
+            candidate = os.path.join(d, name)
+            if os.path.exists(candidate):
+                return candidate
+    return None
+
+
+def config_beside(path: str) -> Optional[RunConfig]:
+    """The run config (config.json, else bert_config.json) beside a checkpoint, or None."""
+    found = find_beside(path, CONFIG_FILES)
+    return read_run_config(found) if found else None
+
+
+class RunDirectory:
+    """A run's directory and the files in it (see the module docstring).
+
+    Args:
+        path: the directory (created on the first write).
+
+    Example:
+        >>> run = RunDirectory("runs/demo/models/electra_small_demo")
+        >>> os.path.basename(run.config_path)
+        'config.json'
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @property
+    def config_path(self) -> str:
+        return os.path.join(self.path, CONFIG_FILE)
+
+    @property
+    def vocab_path(self) -> str:
+        return os.path.join(self.path, VOCAB_FILE)
+
+    @property
+    def eval_results_path(self) -> str:
+        return os.path.join(self.path, EVAL_RESULTS_FILE)
+
+    def summaries_dir(self, name: str) -> str:
+        """TensorBoard event files of `name` ("train", "eval")."""
+        return os.path.join(self.path, name)
+
+    def worker_dir(self, task_id: int) -> str:
+        """Scratch checkpoints of a non-chief MultiWorkerMirroredStrategy worker."""
+        return os.path.join(self.path, f"worker_tmp_{task_id}")
+
+    def results_dir(self, random_init: bool = False) -> str:
+        return os.path.join(self.path, "results_random_init" if random_init else "results")
+
+    def finetuned_model_dir(
+        self, task_names: Sequence[str], trial: int, random_init: bool = False
+    ) -> str:
+        name = f"{'_'.join(task_names)}_model_{trial}" + ("_random_init" if random_init else "")
+        return os.path.join(self.path, "finetuning_models", name)
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.path)
+
+    def makedirs(self) -> None:
+        os.makedirs(self.path, exist_ok=True)
+
+    # -- config and vocab
+    def has_config(self) -> bool:
+        return os.path.exists(self.config_path)
+
+    def read_config(self) -> RunConfig:
+        return read_run_config(self.config_path)
+
+    def write_config(self, kind: str, hparams, model_config, generator_config=None, **extra):
+        write_run_config(self.config_path, kind, hparams, model_config, generator_config, **extra)
+
+    def copy_vocab(self, vocab_file: str, overwrite: bool = False) -> None:
+        """Keeps a copy of the run's vocab beside its checkpoints (once, unless `overwrite`)."""
+        if overwrite or not os.path.exists(self.vocab_path):
+            copy_file_atomically(vocab_file, self.vocab_path)
+
+    # -- checkpoints and results
+    def latest_checkpoint(self) -> Optional[str]:
+        return find_checkpoint(self.path) if self.exists() else None
+
+    def write_eval_results(self, metrics: Dict[str, Any]) -> None:
+        write_json(self.eval_results_path, metrics)
+
+    def read_eval_results(self) -> Dict[str, Any]:
+        return read_json(self.eval_results_path)
+
+    def write_results(self, task_name: str, result: Dict[str, Any], random_init=False) -> str:
+        path = os.path.join(self.results_dir(random_init), f"{task_name}.json")
+        write_json(path, result)
+        return path
+
+    def write_predictions(
+        self, filename: str, predictions: Sequence[Tuple[Any, str]], random_init: bool = False
+    ) -> str:
+        """`id<TAB>prediction` lines with a header, atomically."""
+        from electra_tf.io_utils import write_atomically
+
+        path = os.path.join(self.results_dir(random_init), filename)
+
+        def write(f):
+            f.write("id\tprediction\n")
+            f.writelines(f"{eid}\t{p}\n" for eid, p in predictions)
+
+        write_atomically(path, write)
+        return path
