@@ -106,7 +106,9 @@ def main(argv) -> None:
     if FLAGS.profile:
         if FLAGS.profile_batch_size < 1 or FLAGS.profile_seq_len < 2:
             raise UserError("--profile_batch_size must be >= 1 and --profile_seq_len >= 2")
-        report = flops.profile_pretraining_flops(
+        from electra_tf.train.profiling import profile_pretraining_flops
+
+        report = profile_pretraining_flops(
             FLAGS.model_size, FLAGS.profile_batch_size, FLAGS.profile_seq_len
         )
         print(json.dumps(report) if FLAGS.json else format_profile(report))

@@ -12,8 +12,9 @@ import shutil
 
 from absl import app, flags
 
-from electra_tf.configs import PretrainingConfig, parse_hparams
 from electra_tf.errors import UserError, run_main
+from electra_tf.hparams import parse_hparams
+from electra_tf.pretraining_config import PretrainingConfig
 
 REPO = os.path.dirname(os.path.abspath(__file__))
 DEMO_DATA_DIR = os.path.join("runs", "demo")
@@ -75,27 +76,28 @@ def main() -> None:
     model_name = FLAGS.model_name or (DEMO_MODEL_NAME if demo else None)
     if model_name is None:
         raise UserError("--model_name is required with --data_dir")
-    config = PretrainingConfig(model_name, data_dir, **hparams)
+    config = PretrainingConfig.from_flat(model_name, data_dir, hparams)
 
-    from electra_tf import training
+    from electra_tf import train
 
     if FLAGS.describe:
-        print(training.describe_json(config))
+        print(train.describe_json(config))
         return
     if demo:
         prepare_demo_data(data_dir)
-    runner = training.PretrainingRunner(config)
-    if config.do_train:
-        runner.train()
-    if config.do_eval:
-        metrics = runner.evaluate()
+    trainer = train.Trainer(config)
+    if config.run.do_train:
+        trainer.train()
+    model_dir = config.paths.model_dir
+    if config.run.do_eval:
+        metrics = trainer.evaluate()
         print("eval results:")
         for k in sorted(metrics):
             print(f"  {k} = {metrics[k]}")
-        print(f"checkpoints and config.json: {config.model_dir}")
-        print(f"metrics: {os.path.join(config.model_dir, 'eval_results.json')}")
+        print(f"checkpoints and config.json: {model_dir}")
+        print(f"metrics: {trainer.run.eval_results_path}")
     else:
-        print(f"checkpoints and config.json: {config.model_dir}")
+        print(f"checkpoints and config.json: {model_dir}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ a masked LM over the generator's top-k candidates, next to the generator's own a
 """
 
 import json
-import os
 
 from absl import app, flags
 
@@ -29,46 +28,30 @@ FLAGS = flags.FLAGS
 
 def main(_argv) -> None:
     import numpy as np
-    import tensorflow as tf
 
-    from electra_tf import pretraining_data
-    from electra_tf.configs import PRETRAINING_DEFAULTS, PretrainingConfig, read_json
+    from electra_tf import loading, pretraining_data, run_dir
     from electra_tf.electra_mlm import ElectraMLMScorer
-    from electra_tf.tokenization import load_vocab
-    from electra_tf.training import build_pretrainer, special_token_ids
 
     if not FLAGS.data_dir or not FLAGS.model_name:
         raise UserError("--data_dir and --model_name are required")
-    model_dir = os.path.join(FLAGS.data_dir, "models", FLAGS.model_name)
-    saved = read_json(os.path.join(model_dir, "config.json"))
-    hparams = {k: v for k, v in saved.items() if k in PRETRAINING_DEFAULTS}
-    hparams["model_dir"] = model_dir
-    config = PretrainingConfig(FLAGS.model_name, FLAGS.data_dir, **hparams)
-    if config.objective not in ("electra", "electra_15") or not config.electra_objective:
+    config = loading.run_config(FLAGS.data_dir, FLAGS.model_name)
+    model_dir = config.paths.model_dir
+    if not config.objective_class.detects_replaced_tokens:
         raise UserError(
-            f"{model_dir}: objective {config.objective!r} has no discriminator to score"
+            f"{model_dir}: objective {config.objective.objective!r}"
+            + ("" if config.objective.electra_objective else " with electra_objective=false")
+            + " has no discriminator to score"
         )
-    if config.uniform_generator:
+    if config.generator.uniform_generator:
         raise UserError(f"{model_dir}: a uniform / unigram generator has no top-k to score")
-    vocab_file = config.vocab_file
-    if not os.path.exists(vocab_file):
-        vocab_file = os.path.join(model_dir, "vocab.txt")
-    vocab = load_vocab(vocab_file)
-    vocab_size = config.vocab_size or len(vocab)
-    model = build_pretrainer(config, vocab_size, special_token_ids(vocab, vocab_file))
-    latest = tf.train.latest_checkpoint(model_dir)
-    if latest is None:
-        raise UserError(f"no checkpoint in {model_dir}")
-    status = tf.train.Checkpoint(model=model).restore(latest)
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError as e:
-        raise UserError(f"{latest} does not match the run's config.json ({e})") from None
-    status.expect_partial()
-    files = pretraining_data.check_tfrecords(config.pretrain_tfrecords, config.max_seq_length)
-    batch_size = FLAGS.batch_size or config.eval_batch_size
+    loaded = loading.load_run(config)
+    model, latest = loaded.model, loaded.prefix
+    files = pretraining_data.check_tfrecords(
+        config.paths.pretrain_tfrecords, config.model.max_seq_length
+    )
+    batch_size = FLAGS.batch_size or config.run.eval_batch_size
     dataset = pretraining_data.pretraining_dataset(
-        files, config.max_seq_length, batch_size, is_training=False
+        files, config.model.max_seq_length, batch_size, is_training=False
     )
     scorer = ElectraMLMScorer(model, top_k=FLAGS.top_k, max_sequences=FLAGS.max_sequences)
     sums: dict = {}
@@ -78,20 +61,18 @@ def main(_argv) -> None:
             sums[k] = sums.get(k, 0.0) + v
         batches += 1
     if not batches:
-        raise UserError(f"no batches of {batch_size} in {config.pretrain_tfrecords}")
+        raise UserError(f"no batches of {batch_size} in {config.paths.pretrain_tfrecords}")
     result = ElectraMLMScorer.accuracies(sums)
     result.update(
         checkpoint=latest,
         num_batches=batches,
         batch_size=batch_size,
         top_k=scorer.top_k,
-        mask_prob=config.mask_prob,
+        mask_prob=config.objective.mask_prob,
         seed=FLAGS.seed,
     )
     result = {k: (float(v) if isinstance(v, np.floating) else v) for k, v in result.items()}
-    with open(os.path.join(model_dir, "electra_mlm_results.json"), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2, sort_keys=True)
-        f.write("\n")
+    run_dir.RunDirectory(model_dir).write_electra_mlm_results(result)
     print(json.dumps(result, indent=2, sort_keys=True), flush=True)
 
 

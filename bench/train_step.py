@@ -7,9 +7,9 @@ python bench/train_step.py [--model_size=small --batch_size=32 --seq_len=128 --s
     [--peer=hf --peer_python=/work/venv-bench/bin/python --rounds=2] [--data=synthetic|corpus]
     [--json_only] [--profile_dir=DIR]
 
-Ours is exactly what `run_pretraining.py` runs: a `PretrainingRunner` (the default ELECTRA-small
+Ours is exactly what `run_pretraining.py` runs: a `Trainer` (the default ELECTRA-small
 config: embedding 128, generator 1/4, AdamW, clip 1.0) under a OneDeviceStrategy, and the train
-function its `train()` calls (`_make_train_fn`: the replica step, XLA-compiled when
+function its `train()` calls (`Trainer.step_function`: the replica step, XLA-compiled when
 `--jit_compile`, with masking, Gumbel sampling, both networks, gradients, clipping and the
 optimizer update). The batches come from a `tf.data` iterator: by default one synthetic batch
 repeated (`--data=synthetic`, random word ids, every position a real token, so the step is
@@ -79,8 +79,8 @@ def synthetic_batch(batch_size, seq_len, vocab_size, special, seed=0):
 
 
 def build_runner(tmp, tf):
-    from electra_tf.configs import PretrainingConfig
-    from electra_tf.training import PretrainingRunner
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.train import Trainer
 
     hparams = dict(
         model_size=FLAGS.model_size,
@@ -99,8 +99,8 @@ def build_runner(tmp, tf):
     )
     if FLAGS.embedding_size:
         hparams["embedding_size"] = FLAGS.embedding_size
-    config = PretrainingConfig("bench", tmp, **hparams)
-    return PretrainingRunner(config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+    config = PretrainingConfig.from_flat("bench", tmp, hparams)
+    return Trainer(config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
 
 
 def make_iterators(runner, batch, tmp, tf):
@@ -115,7 +115,7 @@ def make_iterators(runner, batch, tmp, tf):
             num_out_files=4,
             verbose=False,
         )
-        return runner._iterators(is_training=True)
+        return runner.iterators(is_training=True)
     with tf.device("/cpu:0"):
         ds = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
         return [iter(ds)]
@@ -172,21 +172,22 @@ def peer_spec(runner, tmp, batch):
         raise SystemExit("error: --peer=hf needs a separate generator (the default)")
     batch_file = os.path.join(tmp, "batch.npz")
     np.savez(batch_file, **batch)
+    o, opt = c.objective, c.optimizer
     spec = dict(
         disc=disc.to_dict(),
         gen=gen.to_dict(),
         special_ids=runner.special_ids,
         max_predictions=c.max_predictions_per_seq,
-        mask_prob=c.mask_prob,
-        gen_weight=c.gen_weight,
-        disc_weight=c.disc_weight,
-        temperature=c.temperature,
-        learning_rate=c.learning_rate,
-        weight_decay_rate=c.weight_decay_rate,
-        clip_norm=c.clip_norm,
-        gradient_accumulation_steps=c.gradient_accumulation_steps,
+        mask_prob=o.mask_prob,
+        gen_weight=o.gen_weight,
+        disc_weight=o.disc_weight,
+        temperature=o.temperature,
+        learning_rate=opt.learning_rate,
+        weight_decay_rate=opt.weight_decay_rate,
+        clip_norm=opt.clip_norm,
+        gradient_accumulation_steps=c.scale.gradient_accumulation_steps,
         batch_file=batch_file,
-        seed=c.seed,
+        seed=c.scale.seed,
     )
     path = os.path.join(tmp, "peer_spec.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -199,7 +200,7 @@ def main(_):
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
-    from electra_tf import flops as flops_lib
+    from electra_tf.modeling.builders import flops_per_step
 
     tmp = tempfile.mkdtemp(prefix="bench_train_step_")
     t_build = time.perf_counter()
@@ -207,8 +208,8 @@ def main(_):
     batch = synthetic_batch(FLAGS.batch_size, FLAGS.seq_len, len(runner.vocab), runner.special_ids)
     iterators = make_iterators(runner, batch, tmp, tf)
     if FLAGS.data == "corpus":  # the peer gets the pipeline's first batch
-        batch = {k: v.numpy() for k, v in next(iter(runner._iterators(True)[0])).items()}
-    train_fn = runner._make_train_fn()
+        batch = {k: v.numpy() for k, v in next(iter(runner.iterators(True)[0])).items()}
+    train_fn = runner.step_function()
 
     def our_steps(n):
         times = []
@@ -238,17 +239,7 @@ def main(_):
     if peer:
         peer.close()
 
-    c = runner.config
-    disc, gen = c.model_configs(len(runner.vocab))
-    flops_bwd2x = flops_lib.pretraining_flops_per_step(
-        disc,
-        gen,
-        batch_size=c.train_batch_size,
-        seq_len=c.max_seq_length,
-        objective="electra" if c.electra_objective else "mlm",
-        mask_prob=c.mask_prob,
-        backward_factor=2.0,
-    )
+    flops_bwd2x = flops_per_step(runner.config, len(runner.vocab), backward_factor=2.0)
     med = statistics.median(ours)
     b, length = FLAGS.batch_size, FLAGS.seq_len
     res = {

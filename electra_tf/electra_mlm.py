@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import masking
-from electra_tf.modeling.pretraining_model import RANDOM_SAMPLING, ElectraPretrainer
+from electra_tf.modeling.pretrainer import RANDOM_SAMPLING, ElectraPretrainer
 
 
 def electra_mlm_probs(disc_real_prob, gen_prob, mask_prob: float):
@@ -57,7 +57,7 @@ class ElectraMLMScorer:
     """
 
     def __init__(self, model: ElectraPretrainer, top_k: int = 100, max_sequences: int = 4096):
-        if model.generator is None or model.discriminator_predictions is None:
+        if model.generator is None or getattr(model, "discriminator_predictions", None) is None:
             raise ValueError("the discriminator as a masked LM needs a generator network and RTD")
         self.model = model
         self.top_k = min(int(top_k), model.vocab_size)

@@ -140,8 +140,7 @@ def check_value(key: str, value: Any, field: dataclasses.Field, hints: Mapping[s
         )
     choices = field.metadata.get("choices")
     if choices is not None and coerced not in choices:
-        shown = ", ".join(json.dumps(c) for c in choices)
-        raise UserError(f"hparam {key}: {json.dumps(coerced)} is not one of {shown}")
+        raise UserError(f"{key} {coerced!r} is not one of {', '.join(map(str, choices))}")
     return coerced
 
 

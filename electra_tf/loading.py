@@ -1,18 +1,25 @@
-"""Rebuilding the pretraining networks from a checkpoint on disk (this project's or an original
-google-research one): the discriminator and generator encoders and their heads, restored and
-checked against the model config found beside the checkpoint (see `electra_tf.run_dir`)."""
+"""Rebuilding a pretraining model from a checkpoint on disk, this project's or an original
+google-research one, through the one builder (`modeling.builders.build_pretrainer`).
+
+The config comes from the run directory (`electra_tf.run_dir`): a pretraining run's config.json
+gives the exact model it trained (objective heads included); a bare BERT JSON (`bert_config.json`
+of an original release, or an exported original-layout directory) gives the discriminator, and the
+generator's shape is read off the checkpoint's variables.
+"""
 
 import dataclasses
+import os
 import re
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from electra_tf import checkpoints, run_dir
+from electra_tf import checkpoints, run_dir, vocab
 from electra_tf.errors import UserError
 from electra_tf.model_config import ModelConfig
-from electra_tf.modeling.encoder import TransformerEncoder
-from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
+from electra_tf.modeling.builders import build_pretrainer
+from electra_tf.modeling.pretrainer import UNIFORM, UNIGRAM, ElectraPretrainer
+from electra_tf.pretraining_config import PRETRAINING_DEFAULTS, PretrainingConfig
 
 HEADS = ("discriminator", "generator", "encoder")
 PARTS = ("discriminator", "generator", "generator_predictions", "discriminator_predictions")
@@ -23,53 +30,49 @@ HEAD_PARTS = {
 }
 
 
-class Networks(tf.Module):
-    """The pretraining networks rebuilt for export; absent parts are None. The attribute names
-    are those of `ElectraPretrainer`, so the object graph of its checkpoints matches."""
-
-    def __init__(self, discriminator, generator, generator_predictions, discriminator_predictions):
-        super().__init__(name="networks")
-        self.discriminator = discriminator
-        self.generator = generator
-        self.generator_predictions = generator_predictions
-        self.discriminator_predictions = discriminator_predictions
-
-    def weights_of(self, parts: Sequence[str]) -> list:
-        out = []
-        for part in parts:
-            layer = getattr(self, part)
-            if layer is not None:
-                out += [w for w in layer.weights if all(w is not o for o in out)]
-        return out
+def run_hparams(run: run_dir.RunConfig) -> Dict:
+    """The flat hparams of a pretraining run's config.json that rebuild its model: the known
+    keys, with the generator config it resolved (config.json keeps the resolved one, not the
+    `generator_config` hparam)."""
+    hparams = {k: v for k, v in run.hparams.items() if k in PRETRAINING_DEFAULTS}
+    if run.generator_config is not None:
+        hparams["generator_config"] = run.generator_config.to_dict()
+    return hparams
 
 
-def build_networks(
-    disc: ModelConfig,
-    gen: Optional[ModelConfig],
-    parts: Sequence[str],
-    untied_generator_embeddings: bool = False,
-) -> Networks:
-    """Builds the networks named in `parts` with the original's variable names. `gen` None with
-    a generator part: the generator is the discriminator (untied_generator=False, masked LM)."""
-    discriminator = TransformerEncoder(disc, name="electra")
-    discriminator.build()  # first and at the top level: `electra/...`, shared `electra/embeddings`
-    generator = None
-    if "generator" in parts or "generator_predictions" in parts:
-        if gen is None:
-            generator = discriminator
+def pretraining_config_for(
+    run: run_dir.RunConfig,
+    generator: Optional[ModelConfig] = None,
+    untied_embeddings: bool = False,
+    name: str = "loaded",
+    data_dir: str = ".",
+    **overrides,
+) -> PretrainingConfig:
+    """A `PretrainingConfig` that builds the model `run` describes. A bare model config (kind
+    "model") gives an ELECTRA with that discriminator and `generator` (None: the generator is the
+    discriminator itself, as an MLM head on it)."""
+    if run.kind == run_dir.PRETRAINING:
+        hparams = run_hparams(run)
+    else:
+        disc = run.model_config
+        layers = {
+            k: v for k, v in disc.to_dict().items() if k not in ("vocab_size", "embedding_size")
+        }
+        hparams = dict(
+            model_hparam_overrides=layers,
+            embedding_size=disc.embedding_size,
+            vocab_size=disc.vocab_size,
+            max_seq_length=min(128, disc.max_position_embeddings),
+        )
+        if generator is None:
+            hparams.update(untied_generator=False, generator_hidden_size=1.0)
         else:
-            shared = None if untied_generator_embeddings else discriminator.embeddings
-            generator = TransformerEncoder(gen, embeddings=shared, name="generator")
-            generator.build()
-    gen_head = disc_head = None
-    if "generator_predictions" in parts:
-        c = generator.config
-        gen_head = MaskedLMHead(generator.embeddings, c.hidden_act, c.initializer_range)
-        gen_head.build((None, None, c.hidden_size))
-    if "discriminator_predictions" in parts:
-        disc_head = DiscriminatorHead(disc.hidden_size, disc.hidden_act, disc.initializer_range)
-        disc_head.build((None, None, disc.hidden_size))
-    return Networks(discriminator, generator, gen_head, disc_head)
+            hparams.update(
+                generator_config=generator.to_dict(),
+                untied_generator_embeddings=untied_embeddings,
+            )
+    hparams.update(overrides)
+    return PretrainingConfig.from_flat(name, data_dir, hparams)
 
 
 def infer_generator_config(disc: ModelConfig, shapes: Dict[str, list]) -> Optional[ModelConfig]:
@@ -94,7 +97,12 @@ def infer_generator_config(disc: ModelConfig, shapes: Dict[str, list]) -> Option
 
 @dataclasses.dataclass
 class Loaded:
-    networks: Networks
+    """A model rebuilt from a checkpoint, with the parts (`PARTS`) that were restored.
+
+    `networks` is the `ElectraPretrainer`; only the weights of `parts` hold the checkpoint's
+    values (`networks.weights_of(parts)`)."""
+
+    networks: ElectraPretrainer
     parts: Tuple[str, ...]
     config: run_dir.RunConfig
     generator_config: Optional[ModelConfig]
@@ -135,8 +143,9 @@ def _contents(prefix: str) -> Tuple[Dict[str, bool], bool, Optional[str]]:
 def load_networks(
     checkpoint: str, model_config: Optional[str] = None, head: Optional[str] = None
 ) -> Loaded:
-    """Rebuilds and restores the networks a head needs (`head` None: every network the
-    checkpoint holds) from a checkpoint prefix or directory, ours or an original one."""
+    """Rebuilds the model and restores the parts a head needs (`head` None: every part the
+    checkpoint holds) from a checkpoint prefix or directory, ours or an original one, in
+    float32."""
     prefix = run_dir.resolve_checkpoint(checkpoint)
     config_path = model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
     if config_path is None:
@@ -151,8 +160,8 @@ def load_networks(
     rows = shapes[emb_key][0]
     if rows != config.model_config.vocab_size:
         raise UserError(
-            f"{config_path}: vocab_size {config.model_config.vocab_size} does not match the checkpoint "
-            f"({prefix} has {rows} word embeddings, shape {shapes[emb_key]})"
+            f"{config_path}: vocab_size {config.model_config.vocab_size} does not match the "
+            f"checkpoint ({prefix} has {rows} word embeddings, shape {shapes[emb_key]})"
         )
     if head is None:
         parts = tuple(p for p in PARTS if has[p])
@@ -172,7 +181,14 @@ def load_networks(
             raise UserError(
                 f"{config_path}: no generator_config; pass the run's config.json as --model_config"
             )
-    networks = build_networks(config.model_config, gen_config, parts, untied)
+    # exported models are float32, and sampling is no part of them (the unigram table is data)
+    overrides = dict(precision="float32", distribution="one_device")
+    if config.kind == run_dir.PRETRAINING and config.hparams.get("uniform_generator") == UNIGRAM:
+        overrides["uniform_generator"] = UNIFORM
+    pconfig = pretraining_config_for(config, gen_config, untied, **overrides)
+    networks = build_pretrainer(
+        pconfig, config.model_config.vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS)
+    )
     needed = networks.weights_of(parts)  # with the shared embeddings where tied
     if object_based:
         disc_path = checkpoints.discriminator_object_path(prefix)
@@ -187,3 +203,47 @@ def load_networks(
         step_key = "global_step"
     step = int(reader.get_tensor(step_key)) if step_key in shapes else None
     return Loaded(networks, parts, config, gen_config, prefix, report, step)
+
+
+@dataclasses.dataclass
+class LoadedRun:
+    """A pretraining run's model restored from its latest checkpoint (`load_run`)."""
+
+    model: ElectraPretrainer
+    config: PretrainingConfig
+    prefix: str
+    vocab_file: str
+
+
+def run_config(data_dir: str, model_name: str, **overrides) -> PretrainingConfig:
+    """The `PretrainingConfig` of a pretraining run (`DATA_DIR/models/MODEL_NAME/config.json`)."""
+    model_dir = os.path.join(data_dir, "models", model_name)
+    run = run_dir.RunDirectory(model_dir)
+    return pretraining_config_for(
+        run.read_config(), name=model_name, data_dir=data_dir, model_dir=model_dir, **overrides
+    )
+
+
+def load_run(config: PretrainingConfig) -> LoadedRun:
+    """Rebuilds a pretraining run's model (`run_config`) and restores its latest checkpoint
+    completely (every saved model variable must match)."""
+    run = run_dir.RunDirectory(config.paths.model_dir)
+    vocab_file = config.paths.vocab_file
+    if not os.path.exists(vocab_file):
+        vocab_file = run.vocab_path
+    tokens = vocab.read_vocab(vocab_file)
+    model = build_pretrainer(
+        config,
+        config.model.vocab_size or len(tokens),
+        vocab.special_token_ids(tokens, vocab_file),
+    )
+    latest = run.latest_checkpoint()
+    if latest is None:
+        raise UserError(f"no checkpoint in {run.path}")
+    status = tf.train.Checkpoint(model=model).restore(latest)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        raise UserError(f"{latest} does not match the run's config.json ({e})") from None
+    status.expect_partial()
+    return LoadedRun(model, config, latest, vocab_file)

@@ -142,10 +142,6 @@ class ElectraAdamW(tf.Module):
                 self.m.append(tf.Variable(tf.zeros(tv.shape, tv.dtype), trainable=False))
                 self.v.append(tf.Variable(tf.zeros(tv.shape, tv.dtype), trainable=False))
 
-    @property
-    def variables_to_train(self):
-        return self._vars
-
     def current_learning_rate(self) -> tf.Tensor:
         lr = self.learning_rate
         return tf.cast(lr(self.iterations) if callable(lr) else lr, tf.float32)
@@ -160,12 +156,13 @@ class ElectraAdamW(tf.Module):
         """Applies gradients already summed over replicas (and already clipped)."""
         ctx = tf.distribute.get_replica_context()
         if ctx is None or tf.distribute.get_strategy().num_replicas_in_sync == 1:
-            self._update_all(tf.distribute.get_strategy(), grads)
+            self.update_replicas(tf.distribute.get_strategy(), grads)
         else:
-            ctx.merge_call(self._update_all, args=(grads,))
+            ctx.merge_call(self.update_replicas, args=(grads,))
 
-    def _update_all(self, strategy, grads):
-        """Cross-replica context: updates every replica's copy with that replica's gradient."""
+    def update_replicas(self, strategy, grads):
+        """In a cross-replica context (e.g. inside `merge_call`): updates every replica's copy of
+        each variable with that replica's gradient, and advances the step counter."""
         lr = self.current_learning_rate()
         for i, g in enumerate(grads):
             if g is None:

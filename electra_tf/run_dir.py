@@ -7,6 +7,7 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
     vocab.txt              the vocab the run was trained with
     checkpoint, ckpt-N.*   tf.train.CheckpointManager's checkpoints
     eval_results.json      the last evaluation
+    electra_mlm_results.json   score_electra_mlm.py's scores (paper appendix G)
     train/, eval/          TensorBoard summaries
     results/TASK.json, results/TASK_SPLIT_predictions*.tsv      fine-tuning results
     results_random_init/   the same for the no-pretraining baseline
@@ -31,6 +32,7 @@ CONFIG_FILE = "config.json"
 BERT_CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 EVAL_RESULTS_FILE = "eval_results.json"
+ELECTRA_MLM_RESULTS_FILE = "electra_mlm_results.json"
 CONFIG_FILES = (CONFIG_FILE, BERT_CONFIG_FILE)
 PRETRAINING = "pretraining"
 FINETUNING = "finetuning"
@@ -251,6 +253,11 @@ class RunDirectory:
 
     def read_eval_results(self) -> Dict[str, Any]:
         return read_json(self.eval_results_path)
+
+    def write_electra_mlm_results(self, result: Dict[str, Any]) -> str:
+        path = os.path.join(self.path, ELECTRA_MLM_RESULTS_FILE)
+        write_json(path, result)
+        return path
 
     def write_results(self, task_name: str, result: Dict[str, Any], random_init=False) -> str:
         path = os.path.join(self.results_dir(random_init), f"{task_name}.json")

@@ -6,7 +6,7 @@ on every token (ELECTRA vs "ELECTRA 15%", whose discriminator loss covers the ma
 
 This script pretrains a tiny encoder with each objective (`electra`, `mlm`, `electra_15`,
 `replace_mlm`; `all_tokens_mlm` on request) on the bundled Wikipedia sample for the SAME number of
-pretraining FLOPs (this project's analytic counter, `electra_tf.flops.pretraining_flops_per_step`:
+pretraining FLOPs (this project's analytic counter, `electra_tf.objectives.pretraining_flops_per_step`:
 num_train_steps = budget / FLOPs per step), keeps checkpoints at 1/3, 2/3 and all of the budget,
 fine-tunes each on the bundled sentence-polarity data (`data/sst_polarity`, 150 train / 50 dev)
 with several seeds, and writes:
@@ -43,18 +43,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from electra_tf import configs  # noqa: E402
+from electra_tf import objectives  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
+from electra_tf.io_utils import read_json, write_json  # noqa: E402
+from electra_tf.pretraining_config import PretrainingConfig  # noqa: E402
 
-OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
-LABELS = {
-    "electra": "ELECTRA",
-    "mlm": "masked LM (BERT)",
-    "electra_15": "ELECTRA 15%",
-    "replace_mlm": "Replace MLM",
-    "all_tokens_mlm": "All-Tokens MLM",
-    "baseline": "no pretraining (1 step)",
-}
+OBJECTIVES = objectives.NAMES
+LABELS = {**objectives.LABELS, "baseline": "no pretraining (1 step)"}
 
 flags.DEFINE_float("scale", 1.0, "Multiplies the pretraining FLOP budget (bigger hardware).")
 flags.DEFINE_list(
@@ -183,11 +178,10 @@ def pretrain_hparams(objective: str, steps: int, every: int) -> dict[str, Any]:
 
 def make_config(data_dir: str, objective: str, steps: int = 1, every: int = 1):
     train_files, _ = shard_files(data_dir)
-    return configs.PretrainingConfig(
+    return PretrainingConfig.from_flat(
         f"pt_{objective}",
         data_dir,
-        pretrain_tfrecords=train_files,
-        **pretrain_hparams(objective, steps, every),
+        dict(pretrain_tfrecords=train_files, **pretrain_hparams(objective, steps, every)),
     )
 
 
@@ -203,32 +197,32 @@ def checkpoint_steps(model_dir: str) -> dict[int, str]:
 
 def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str, Any]:
     """Trains (or resumes) one objective; returns its summary, with the checkpoints kept."""
-    from electra_tf.training import PretrainingRunner
+    from electra_tf.train import Trainer
 
     config = make_config(data_dir, objective, steps, every)
-    summary_path = os.path.join(config.model_dir, "efficiency_pretraining.json")
+    model_dir = config.paths.model_dir
+    summary_path = os.path.join(model_dir, "efficiency_pretraining.json")
     if os.path.exists(summary_path):
-        done = configs.read_json(summary_path)
+        done = read_json(summary_path)
         if done.get("steps") == steps:
-            progress(f"pretraining {objective}: reusing {config.model_dir}")
+            progress(f"pretraining {objective}: reusing {model_dir}")
             return done
     t = time.time()
-    runner = PretrainingRunner(config)
-    runner.train()
+    trainer = Trainer(config)
+    trainer.train()
     seconds = time.time() - t
     _, eval_files = shard_files(data_dir)
-    runner.config.pretrain_tfrecords = eval_files
-    metrics = runner.evaluate()
+    metrics = trainer.evaluate(tfrecords=eval_files)
     summary = {
         "objective": objective,
         "steps": steps,
-        "model_dir": config.model_dir,
-        "runner_flops_per_step": float(runner.flops_per_step),
+        "model_dir": model_dir,
+        "runner_flops_per_step": float(trainer.flops_per_step),
         "pretrain_seconds": seconds,
         "eval_heldout": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
-        "checkpoints": {str(k): v for k, v in checkpoint_steps(config.model_dir).items()},
+        "checkpoints": {str(k): v for k, v in checkpoint_steps(model_dir).items()},
     }
-    configs.write_json(summary_path, summary)
+    write_json(summary_path, summary)
     return summary
 
 
@@ -255,7 +249,7 @@ def finetune(data_dir: str, name: str, checkpoint: str) -> dict[str, Any]:
     )
     path = os.path.join(config.results_dir, "sst.json")
     if os.path.exists(path):
-        done = configs.read_json(path)
+        done = read_json(path)
         c = done.get("config", {})
         same = {
             k: getattr(config, k)
@@ -284,7 +278,7 @@ def spread(values: list[float]) -> dict[str, float]:
 
 def write_outputs(out_dir: str, report: dict[str, Any]) -> None:
     os.makedirs(out_dir, exist_ok=True)
-    configs.write_json(os.path.join(out_dir, "efficiency.json"), report)
+    write_json(os.path.join(out_dir, "efficiency.json"), report)
     with open(os.path.join(out_dir, "efficiency.md"), "w", encoding="utf-8") as f:
         f.write(markdown(report))
     try:
@@ -367,7 +361,7 @@ def plot(report: dict[str, Any], path: str) -> None:
 def main() -> None:
     if FLAGS.plot_only:
         path = os.path.join(FLAGS.out_dir, "efficiency.json")
-        write_outputs(FLAGS.out_dir, configs.read_json(path))
+        write_outputs(FLAGS.out_dir, read_json(path))
         progress(f"rewrote the table and plot from {path}")
         return
     for obj in FLAGS.objectives:
@@ -382,19 +376,16 @@ def main() -> None:
     data_dir = prepare_data(work_dir, FLAGS.seq_len)
     vocab_size = sum(1 for _ in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8"))
 
-    from electra_tf.training import config_flops_per_step
+    from electra_tf.modeling.builders import flops_per_step
 
     # FLOPs per step of each objective, and the steps that spend the budget
     sparse = FLAGS.flops_convention == "sparse"
     plan = {}
     for obj in dict.fromkeys(["electra", *FLAGS.objectives]):
         config = make_config(data_dir, obj)
-        disc, gen = config.model_configs(vocab_size)
-        if gen is None and obj != "mlm":  # configs that tie the generator report None
-            gen = disc
         plan[obj] = {
-            "flops_per_step_sparse": config_flops_per_step(config, disc, gen, True),
-            "flops_per_step_paper": config_flops_per_step(config, disc, gen, False),
+            "flops_per_step_sparse": flops_per_step(config, vocab_size, sparse_embed_lookup=True),
+            "flops_per_step_paper": flops_per_step(config, vocab_size),
         }
     key = "flops_per_step_sparse" if sparse else "flops_per_step_paper"
     budget = FLAGS.budget_flops or (FLAGS.scale * FLAGS.budget_electra_steps * plan["electra"][key])

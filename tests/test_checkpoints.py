@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import checkpoints, loading, run_dir
-from electra_tf.configs import PretrainingConfig
 from electra_tf.errors import UserError
+from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.encoder import TransformerEncoder
-from electra_tf.training import build_pretrainer
+from electra_tf.pretraining_config import PretrainingConfig
 
 WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "run", "##s", "##ing", "hello", "world"]
 WORDS += [",", ".", "!", "?", "'", "play", "##ed", "un", "##want", "jump"]
@@ -103,7 +103,7 @@ def write_vocab(path: str) -> str:
 
 def make_pretrainer(seed: int = 0):
     """The tiny pretrainer with every weight random (so that no test passes by initial values)."""
-    config = PretrainingConfig("t", "/nonexistent", **TINY)
+    config = PretrainingConfig.from_flat("t", "/nonexistent", TINY)
     model = build_pretrainer(config, V, SPECIAL)
     rng = np.random.default_rng(seed)
     for v in {id(w): w for w in model.weights}.values():
@@ -117,9 +117,9 @@ def write_run(directory: str, seed: int = 0):
     config, model = make_pretrainer(seed)
     disc, gen = config.model_configs(V)
     os.makedirs(directory, exist_ok=True)
-    run = {**config.to_dict(), "model_config": disc.to_dict(), "generator_config": gen.to_dict()}
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump(run, f)
+    run_dir.write_run_config(
+        os.path.join(directory, "config.json"), run_dir.PRETRAINING, config.to_flat(), disc, gen
+    )
     write_vocab(os.path.join(directory, "vocab.txt"))
     slot = tf.Variable(tf.zeros([3]))
     ckpt = tf.train.Checkpoint(
@@ -194,7 +194,8 @@ def test_missing_names_fail_loudly_with_the_list(tmp_path):
     prefix = str(tmp_path / "ckpt")
     write_fake_original(prefix, names)
     config = run_dir.read_run_config(bert_config(str(tmp_path / "c.json"))).model_config
-    enc = loading.build_networks(config, None, ["discriminator"]).discriminator
+    enc = TransformerEncoder(config, name="electra")
+    enc.build()
     with pytest.raises(UserError) as e:
         checkpoints.restore_discriminator(enc, prefix)
     msg = str(e.value)

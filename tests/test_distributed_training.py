@@ -9,6 +9,7 @@ maths allows.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,52 +19,18 @@ import time
 
 import numpy as np
 import pytest
+from harness import ENV, REPO, TINY_RUN
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = dict(
-    model_size="small",
-    embedding_size=32,
-    model_hparam_overrides=dict(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    ),
-    generator_hidden_size=0.5,
-    max_seq_length=32,
-    train_batch_size=4,
-    num_train_steps=6,
-    num_warmup_steps=2,
-    learning_rate=1e-3,
-    save_checkpoints_steps=2,
-    log_every_steps=1,
-    shuffle_buffer_size=1,
-    jit_compile=False,
-    seed=3,
-    deterministic=True,
-)
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
-ENV.pop("TF_CONFIG", None)
+TINY = TINY_RUN
 STEP_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.naninf+-]+)", re.M)
+pytestmark = pytest.mark.slow  # every test here trains in subprocesses
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """A small pretraining dataset: 2 equal shards from the first articles of the corpus."""
-    d = tmp_path_factory.mktemp("data")
-    corpus = d / "corpus.txt"
-    with open(os.path.join(REPO, "data", "corpus", "enwiki_sample.txt"), encoding="utf-8") as f:
-        corpus.write_text("".join(f.readlines()[:600]), encoding="utf-8")
-    code = f"""
-import shutil
-from electra_tf.pretraining_data import build_dataset
-shutil.copyfile({os.path.join(REPO, "data", "vocab", "vocab.txt")!r}, {str(d / "vocab.txt")!r})
-build_dataset({str(corpus)!r}, {str(d / "vocab.txt")!r}, {str(d / "pretrain_tfrecords")!r},
-              max_seq_length=32, num_out_files=2, verbose=False)
-"""
-    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, cwd=REPO)
+def data_dir(tiny_dataset, tmp_path_factory):
+    """The tiny dataset (length 32, 2 shards), copied: the runs write models/ into it."""
+    d = tmp_path_factory.mktemp("distributed") / "data"
+    shutil.copytree(tiny_dataset, d)
     return str(d)
 
 
@@ -117,19 +84,19 @@ def test_mirrored_two_devices_equals_one_device(data_dir):
         import numpy as np, tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        from electra_tf.configs import PretrainingConfig
-        from electra_tf.training import PretrainingRunner
+        from electra_tf.pretraining_config import PretrainingConfig
+        from electra_tf.train import Trainer
         results = {{}}
         for name, strategy in [
             ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
             ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
         ]:
             hp = dict(json.loads(sys.argv[1]), deterministic=False)
-            cfg = PretrainingConfig("mirror_" + name, {data_dir!r}, **hp)
-            runner = PretrainingRunner(cfg, strategy=strategy)
-            assert runner.num_replicas == (1 if name == "one" else 2)
-            runner.train()
-            results[name] = {{v.path: v.numpy() for v in runner.model.weights}}
+            cfg = PretrainingConfig.from_flat("mirror_" + name, {data_dir!r}, hp)
+            trainer = Trainer(cfg, strategy=strategy)
+            assert trainer.layout.num_replicas == (1 if name == "one" else 2)
+            trainer.train()
+            results[name] = {{v.path: v.numpy() for v in trainer.model.weights}}
         diff = max(
             float(np.max(np.abs(results["one"][k] - results["two"][k]))) for k in results["one"]
         )
@@ -244,15 +211,29 @@ def test_sigterm_saves_a_checkpoint_and_non_finite_loss_stops(data_dir):
 
 
 def test_mixed_precision_runs_a_few_steps_with_finite_losses(data_dir, capsys):
-    from electra_tf.configs import PretrainingConfig
-    from electra_tf.training import PretrainingRunner
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.train import Trainer
 
+    steps = 8
     for precision in ("mixed_bfloat16", "mixed_float16"):
-        hp = {**TINY, "precision": precision, "deterministic": False, "num_train_steps": 3}
-        runner = PretrainingRunner(PretrainingConfig("mp_" + precision, data_dir, **hp))
-        runner.train()
+        hp = {**TINY, "precision": precision, "deterministic": False, "num_train_steps": steps}
+        trainer = Trainer(PretrainingConfig.from_flat("mp_" + precision, data_dir, hp))
+        before = [w.numpy().copy() for w in trainer.model.trainable_weights]
+        trainer.train()
         losses = _losses(capsys.readouterr().out)
-        assert sorted(losses) == [1, 2, 3]
+        assert sorted(losses) == list(range(1, steps + 1))
         assert all(np.isfinite(v) for v in losses.values())
+        scale = float(trainer.loss_scale.scale.numpy())
+        good = int(trainer.loss_scale.good_steps.numpy())
+        changed = any(
+            not np.array_equal(b, w.numpy())
+            for b, w in zip(before, trainer.model.trainable_weights)
+        )
         if precision == "mixed_float16":
-            assert float(runner.loss_scale.numpy()) >= 1.0  # dynamic loss scale in use
+            # float16 gradients overflow at the initial scale 2^15: the first steps are skipped,
+            # each halving the scale, until it fits; the later ones are applied (and counted)
+            skipped = steps - good
+            assert 0 < good < steps and scale * 2**skipped == 2.0**15, (scale, good)
+        else:
+            assert (scale, good) == (1.0, 0)
+        assert changed

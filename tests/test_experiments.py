@@ -8,8 +8,9 @@ import sys
 import pytest
 from absl import flags
 
-from electra_tf import configs, flops
-from electra_tf.training import config_flops_per_step
+from electra_tf import flops
+from electra_tf.modeling.builders import flops_per_step
+from electra_tf.pretraining_config import PretrainingConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -25,23 +26,25 @@ def parsed_flags():
 
 
 def tiny(objective):
-    return configs.PretrainingConfig(
+    return PretrainingConfig.from_flat(
         "m",
         "/nonexistent",
-        objective=objective,
-        model_hparam_overrides=dict(
-            hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256
+        dict(
+            objective=objective,
+            model_hparam_overrides=dict(
+                hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256
+            ),
+            embedding_size=64,
+            max_seq_length=64,
+            train_batch_size=16,
         ),
-        embedding_size=64,
-        max_seq_length=64,
-        train_batch_size=16,
     )
 
 
 def step_flops(objective, sparse):
     c = tiny(objective)
     disc, gen = c.model_configs(30522)
-    return config_flops_per_step(c, disc, gen, sparse), disc, gen
+    return flops_per_step(c, 30522, sparse_embed_lookup=sparse), disc, gen
 
 
 @pytest.mark.parametrize("sparse", [True, False])

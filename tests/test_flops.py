@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from electra_tf import flops
+from electra_tf import flops, objectives
 from electra_tf.errors import UserError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -265,7 +265,7 @@ SMALL_GEN = dict(SMALL_DISC, hidden_size=64, num_attention_heads=1, intermediate
 
 
 def test_pretraining_flops_per_step_matches_paper_small():
-    per_step = flops.pretraining_flops_per_step(
+    per_step = objectives.pretraining_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, output_frac=0.15625
     )
     assert close(per_step, flops.PAPER_MODELS["electra_small"].flops_per_step)
@@ -273,10 +273,10 @@ def test_pretraining_flops_per_step_matches_paper_small():
     disc_obj = types.SimpleNamespace(**SMALL_DISC)
     gen_obj = types.SimpleNamespace(**SMALL_GEN)
     assert close(
-        flops.pretraining_flops_per_step(disc_obj, gen_obj, 128, 128, output_frac=0.15625),
+        objectives.pretraining_flops_per_step(disc_obj, gen_obj, 128, 128, output_frac=0.15625),
         per_step,
     )
-    mlm = flops.pretraining_flops_per_step(
+    mlm = objectives.pretraining_flops_per_step(
         SMALL_DISC, None, 128, 128, objective="mlm", output_frac=0.15625
     )
     assert close(mlm, flops.PAPER_MODELS["bert_small"].flops_per_step)
@@ -288,14 +288,18 @@ def test_pretraining_flops_per_step_masked_positions_and_conventions():
     # The model predicts 19 of 128 positions, not the paper's 20: one generator MLM output per
     # sequence less (8,045,462 FLOPs each, see the small MLM head), fwd + bwd, batch 128.
     paper = 1293743798272
-    per_step = flops.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128)
+    per_step = objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128)
     assert close(per_step, paper - 2 * 128 * 8045462)
-    forward = flops.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=0.0)
+    forward = objectives.pretraining_flops_per_step(
+        SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=0.0
+    )
     assert close(forward, per_step / 2)
-    three_x = flops.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=2.0)
+    three_x = objectives.pretraining_flops_per_step(
+        SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=2.0
+    )
     assert close(three_x, 1.5 * per_step)
     # Sparse lookups drop the two dense word lookups (disc + gen), 2·128·30522 per token each.
-    sparse = flops.pretraining_flops_per_step(
+    sparse = objectives.pretraining_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, sparse_embed_lookup=True
     )
     assert close(per_step - sparse, 2 * 128 * 2 * (2 * 128 * 30522 * 128))
@@ -304,7 +308,7 @@ def test_pretraining_flops_per_step_masked_positions_and_conventions():
 def test_pretraining_flops_per_step_untied_and_default_embedding():
     disc = dict(SMALL_DISC, embedding_size=None)
     gen = dict(SMALL_GEN, embedding_size=None)
-    untied = flops.pretraining_flops_per_step(
+    untied = objectives.pretraining_flops_per_step(
         disc, gen, 4, 128, tied_embeddings=False, output_frac=0.15625
     )
     expected = flops.electra_train_flops(256, 12, 64, 12, 4, 1, False, s=128)
@@ -316,18 +320,18 @@ def test_no_generator_network_counts_the_discriminator_alone():
     # (paper table for small at s=128, e=128: block 220,594,816 x 12 + input embedding
     # 1,013,006,336 + binary classifier 17,137,664 per sequence)
     per_seq = 12 * 220_594_816 + 1_013_006_336 + 17_137_664
-    got = flops.pretraining_flops_per_step(SMALL_DISC, None, 3, 128)
+    got = objectives.pretraining_flops_per_step(SMALL_DISC, None, 3, 128)
     assert got == 2 * 3 * per_seq
 
 
 def test_pretraining_flops_per_step_errors():
     with pytest.raises(UserError, match="objective"):
-        flops.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electric")
+        objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electric")
     with pytest.raises(UserError, match="gen_config"):
-        flops.pretraining_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
+        objectives.pretraining_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
     missing = {k: v for k, v in SMALL_DISC.items() if k != "num_hidden_layers"}
     with pytest.raises(UserError, match="num_hidden_layers"):
-        flops.pretraining_flops_per_step(missing, SMALL_GEN, 1, 128)
+        objectives.pretraining_flops_per_step(missing, SMALL_GEN, 1, 128)
 
 
 # ------------------------------------------------------------------------------------------
@@ -424,8 +428,9 @@ TINY_HPARAMS = {
 
 @pytest.fixture(scope="module")
 def tiny_profile():
-    pytest.importorskip("tensorflow")
-    return flops.profile_pretraining_flops("small", batch_size=2, seq_len=32, hparams=TINY_HPARAMS)
+    from electra_tf.train.profiling import profile_pretraining_flops
+
+    return profile_pretraining_flops("small", batch_size=2, seq_len=32, hparams=TINY_HPARAMS)
 
 
 def test_profile_pretraining_tiny(tiny_profile):

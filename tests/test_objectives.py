@@ -9,16 +9,14 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from pretraining_fixtures import TINY, VOCAB, synthetic_batch, tiny_model
+from harness import REPO, TINY, VOCAB, make_synthetic_batch
 
-from electra_tf import masking
-from electra_tf.configs import PretrainingConfig
+from electra_tf import masking, run_dir
 from electra_tf.electra_mlm import ElectraMLMScorer, electra_mlm_probs
 from electra_tf.errors import UserError
-from electra_tf.modeling.pretraining_model import all_tokens_log_probs, metrics_from_sums
+from electra_tf.objectives.all_tokens_mlm import all_tokens_log_probs
 from electra_tf.optimization import ElectraAdamW
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from electra_tf.pretraining_config import PretrainingConfig
 
 
 def _train(model, steps=3):
@@ -27,7 +25,7 @@ def _train(model, steps=3):
     before = [v.numpy().copy() for v in variables]
     losses = []
     for step in range(steps):
-        batch = synthetic_batch(step)
+        batch = make_synthetic_batch(step)
         with tf.GradientTape() as tape:
             loss = model.compute(batch, step=step, seed=0, training=True, dropout_seed=[0, step])[
                 "loss"
@@ -87,7 +85,9 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_each_variant_trains_with_finite_losses_and_metrics(name, tmp_path):
+def test_each_variant_trains_with_finite_losses_and_metrics(
+    name, tmp_path, tiny_model, synthetic_batch
+):
     hparams = dict(VARIANTS[name])
     if name == "unigram":
         _write_counts(tmp_path / "token_counts.txt", _unigram_counts())
@@ -97,12 +97,12 @@ def test_each_variant_trains_with_finite_losses_and_metrics(name, tmp_path):
     assert all(math.isfinite(v) for v in losses), losses
     assert changed > 0
     out = model.compute(synthetic_batch(9), step=0, seed=0, with_eval_stats=True)
-    metrics = metrics_from_sums({k: np.asarray(v, np.float64) for k, v in out.items()})
+    metrics = model.metrics_from_sums({k: np.asarray(v, np.float64) for k, v in out.items()})
     assert all(np.isfinite(v) for v in metrics.values()), metrics
     assert 0 <= metrics["masked_lm_accuracy"] <= 1
 
 
-def test_untied_generator_embeddings_share_no_variables():
+def test_untied_generator_embeddings_share_no_variables(tiny_model):
     _, tied = tiny_model()
     gen = {id(v) for v in tied.generator.weights + tied.generator_predictions.weights}
     disc = {id(v) for v in tied.discriminator.weights + tied.discriminator_predictions.weights}
@@ -114,7 +114,9 @@ def test_untied_generator_embeddings_share_no_variables():
     assert untied.generator.embeddings.word_embeddings.shape == (VOCAB, 16)  # E = gen hidden
 
 
-def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
+def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes(
+    tiny_model, synthetic_batch
+):
     _, model = tiny_model(untied_generator=False, generator_hidden_size=1.0)
     assert model.generator is model.discriminator
     paths = [v.path for v in model.trainable_weights]
@@ -128,12 +130,12 @@ def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
     layer = model.discriminator.transformer_layers[-1].trainable_weights[0]
     assert tape.gradient(out["mlm_loss_sum"], layer) is not None
     with pytest.raises(UserError, match="generator_hidden_size=1.0"):
-        PretrainingConfig("t", "/x", **{**TINY, "untied_generator": False})
+        PretrainingConfig.from_flat("t", "/x", {**TINY, "untied_generator": False})
     with pytest.raises(UserError, match="generator_layers=1.0"):
-        PretrainingConfig(
+        PretrainingConfig.from_flat(
             "t",
             "/x",
-            **{
+            {
                 **TINY,
                 "untied_generator": False,
                 "generator_hidden_size": 1.0,
@@ -142,30 +144,32 @@ def test_fully_tied_generator_is_the_discriminator_and_needs_equal_sizes():
         )
 
 
-def test_generator_config_overrides_the_derived_config():
+def test_generator_config_overrides_the_derived_config(tiny_model):
     config, model = tiny_model(generator_config={"hidden_size": 8, "num_hidden_layers": 1})
     gen = model.generator.config
     assert (gen.hidden_size, gen.num_hidden_layers, gen.intermediate_size) == (8, 1, 32)
     assert gen.embedding_size == 16  # tied to the discriminator's
     with pytest.raises(UserError, match="embedding_size"):
-        PretrainingConfig(
-            "t", "/x", **{**TINY, "generator_config": {"embedding_size": 8}}
+        PretrainingConfig.from_flat(
+            "t", "/x", {**TINY, "generator_config": {"embedding_size": 8}}
         ).model_configs(VOCAB)
     with pytest.raises(UserError, match="unknown key"):
-        PretrainingConfig("t", "/x", **{**TINY, "generator_config": {"hidden": 8}}).model_configs(
-            VOCAB
-        )
+        PretrainingConfig.from_flat(
+            "t", "/x", {**TINY, "generator_config": {"hidden": 8}}
+        ).model_configs(VOCAB)
 
 
 def test_objective_validation():
     with pytest.raises(UserError, match="objective 'bert'"):
-        PretrainingConfig("t", "/x", objective="bert")
+        PretrainingConfig.from_flat("t", "/x", dict(objective="bert"))
     with pytest.raises(UserError, match="electra_objective=false"):
-        PretrainingConfig("t", "/x", electra_objective=False, objective="replace_mlm")
+        PretrainingConfig.from_flat(
+            "t", "/x", dict(electra_objective=False, objective="replace_mlm")
+        )
     with pytest.raises(UserError, match="adversarial_generator"):
-        PretrainingConfig("t", "/x", objective="mlm", adversarial_generator=True)
+        PretrainingConfig.from_flat("t", "/x", dict(objective="mlm", adversarial_generator=True))
     with pytest.raises(UserError, match="uniform_generator"):
-        PretrainingConfig("t", "/x", uniform_generator="zipf")
+        PretrainingConfig.from_flat("t", "/x", dict(uniform_generator="zipf"))
 
 
 def _slot_replacements(model, batch, steps):
@@ -185,10 +189,13 @@ def _slot_replacements(model, batch, steps):
     return np.array(orig), np.array(repl)
 
 
-def test_mlm_objective_masks_80_10_10_and_electra_objective_false_85_15():
+def test_mlm_objective_masks_80_10_10_and_electra_objective_false_85_15(
+    tiny_model, synthetic_batch
+):
     batch = synthetic_batch(0, batch=256, length=128, low=104)
     config, model = tiny_model(objective="mlm", max_seq_length=128)
-    assert model.generator is model.discriminator and model.discriminator_predictions is None
+    assert model.generator is model.discriminator
+    assert getattr(model, "discriminator_predictions", None) is None
     orig, repl = _slot_replacements(model, batch, 2)
     n = len(orig)
     assert n > 5000
@@ -204,7 +211,7 @@ def test_mlm_objective_masks_80_10_10_and_electra_objective_false_85_15():
     assert abs(np.mean(repl == 103) - 0.85) < 0.02
 
 
-def test_electra_15_discriminator_loss_counts_only_masked_positions():
+def test_electra_15_discriminator_loss_counts_only_masked_positions(tiny_model, synthetic_batch):
     _, model = tiny_model(objective="electra_15")
     batch = synthetic_batch(3)
     capture = _Capture(model.discriminator)
@@ -230,7 +237,7 @@ def test_electra_15_discriminator_loss_counts_only_masked_positions():
     assert float(out["disc_weight_sum"]) < float(tf.reduce_sum(batch["input_mask"]))
 
 
-def test_replace_mlm_inputs_have_no_mask_token():
+def test_replace_mlm_inputs_have_no_mask_token(tiny_model, synthetic_batch):
     _, model = tiny_model(objective="replace_mlm")
     # make the generator prefer [MASK] overwhelmingly: it must still never be sampled
     bias = model.generator_predictions.output_bias
@@ -249,7 +256,7 @@ def test_replace_mlm_inputs_have_no_mask_token():
     assert float(out["disc_mlm_loss_sum"]) > 0 and "disc_loss_sum" not in out
 
 
-def test_unigram_generator_samples_follow_corpus_counts(tmp_path):
+def test_unigram_generator_samples_follow_corpus_counts(tmp_path, tiny_model, synthetic_batch):
     counts = _unigram_counts()
     _write_counts(tmp_path / "token_counts.txt", counts)
     _, model = tiny_model(
@@ -277,7 +284,7 @@ def test_unigram_generator_samples_follow_corpus_counts(tmp_path):
     assert chi2 < 27.88, chi2  # chi-square, 9 degrees of freedom, p = 0.001
 
 
-def test_uniform_generator_true_is_the_original_uniform():
+def test_uniform_generator_true_is_the_original_uniform(tiny_model, synthetic_batch):
     _, model = tiny_model(uniform_generator=True)
     assert model.generator is None and model.uniform_generator == "uniform"
     out = model.compute(synthetic_batch(), step=0, seed=0)
@@ -299,7 +306,9 @@ def test_all_tokens_log_probs_by_hand():
     np.testing.assert_allclose(d.numpy()[0], [d0, d1], rtol=1e-6)
 
 
-def test_all_tokens_mlm_loss_covers_every_token_with_copy_probabilities():
+def test_all_tokens_mlm_loss_covers_every_token_with_copy_probabilities(
+    tiny_model, synthetic_batch
+):
     _, model = tiny_model(objective="all_tokens_mlm")
     batch = synthetic_batch(6)
     capture = _Capture(model.discriminator)
@@ -326,7 +335,9 @@ def test_all_tokens_mlm_loss_covers_every_token_with_copy_probabilities():
     np.testing.assert_allclose(out["loss"], expected, rtol=1e-4)
 
 
-def test_adversarial_generator_gradient_is_reinforce_through_sample_log_probs():
+def test_adversarial_generator_gradient_is_reinforce_through_sample_log_probs(
+    tiny_model, synthetic_batch
+):
     _, model = tiny_model(adversarial_generator=True)
     batch = synthetic_batch(7)
     shared = {id(v) for v in model.discriminator.embeddings.weights}
@@ -391,7 +402,7 @@ def test_adversarial_generator_gradient_is_reinforce_through_sample_log_probs():
             rtol=1e-3,
             atol=1e-7,
         )
-    metrics = metrics_from_sums({k: np.asarray(v, np.float64) for k, v in out.items()})
+    metrics = model.metrics_from_sums({k: np.asarray(v, np.float64) for k, v in out.items()})
     assert 0 < metrics["generator_entropy"] <= math.log(VOCAB) + 1e-4
 
 
@@ -409,7 +420,7 @@ def test_appendix_g_score_matches_the_formula_by_hand():
     np.testing.assert_allclose(electra_mlm_probs(d_opt, g, pm), p_true, rtol=1e-5)
 
 
-def test_electra_mlm_scorer_runs_the_discriminator_on_each_candidate():
+def test_electra_mlm_scorer_runs_the_discriminator_on_each_candidate(tiny_model, synthetic_batch):
     _, model = tiny_model()
     batch = synthetic_batch(8)
     scorer = ElectraMLMScorer(model, top_k=5, max_sequences=7)  # several chunks
@@ -436,7 +447,8 @@ def test_electra_mlm_scorer_runs_the_discriminator_on_each_candidate():
     np.testing.assert_allclose(d[1, 1], 1 / (1 + np.exp(logit)), rtol=1e-5)
 
 
-def test_score_electra_mlm_command_on_a_saved_run(tmp_path):
+@pytest.mark.slow
+def test_score_electra_mlm_command_on_a_saved_run(tmp_path, tiny_model, synthetic_batch):
     data_dir = tmp_path / "data"
     model_dir = data_dir / "models" / "run"
     rec_dir = data_dir / "pretrain_tfrecords"
@@ -457,8 +469,10 @@ def test_score_electra_mlm_command_on_a_saved_run(tmp_path):
             )
     config, model = tiny_model()
     tf.train.Checkpoint(model=model).save(str(model_dir / "ckpt"))
-    saved = {**config.to_dict(), "pretrain_tfrecords": None, "vocab_file": None, "model_dir": None}
-    (model_dir / "config.json").write_text(json.dumps(saved))
+    saved = {**config.to_flat(), "pretrain_tfrecords": None, "vocab_file": None, "model_dir": None}
+    run_dir.write_run_config(
+        str(model_dir / "config.json"), run_dir.PRETRAINING, saved, *config.model_configs(VOCAB)
+    )
     result = subprocess.run(
         [
             sys.executable,

@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from pretraining_fixtures import SPECIAL, synthetic_batch, tiny_model
+from harness import SPECIAL
 
-from electra_tf.configs import PretrainingConfig, get_model_config
+from electra_tf.model_config import get_model_config
+from electra_tf.modeling.builders import build_pretrainer, parameter_counts
 from electra_tf.modeling.encoder import TransformerEncoder
-from electra_tf.training import build_pretrainer, describe
+from electra_tf.pretraining_config import PretrainingConfig
 
 
 @pytest.mark.parametrize(
@@ -23,9 +24,9 @@ def test_discriminator_backbone_parameter_counts_match_original(size, expected):
 
 
 def test_small_pretraining_graph_counts_match_original():
-    config = PretrainingConfig("t", "/nonexistent")
+    config = PretrainingConfig.from_flat("t", "/nonexistent")
     model = build_pretrainer(config, 30522, SPECIAL)
-    counts = describe(model)
+    counts = parameter_counts(model)
     assert counts["discriminator_backbone"] == 13_483_008
     assert counts["discriminator"] - counts["discriminator_backbone"] == 66_049  # head
     # whole pretraining graph of the original, small default (gen 0.25): 14,196,219 params
@@ -42,7 +43,9 @@ def test_small_pretraining_graph_counts_match_original():
     assert not any(n.startswith("generator/embeddings/") for n in names)
 
 
-def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
+def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses(
+    tiny_model, synthetic_batch
+):
     config, model = tiny_model()
     emb = model.discriminator.embeddings
     assert model.generator.embeddings is emb
@@ -51,8 +54,8 @@ def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
     assert sum(p.startswith("electra/embeddings/") for p in paths) == 5  # 3 tables + LN beta/gamma
     batch = synthetic_batch()
     for weight_name in ("gen_weight", "disc_weight"):
-        model.gen_weight = 1.0 if weight_name == "gen_weight" else 0.0
-        model.disc_weight = 1.0 if weight_name == "disc_weight" else 0.0
+        model.objective.gen_weight = 1.0 if weight_name == "gen_weight" else 0.0
+        model.objective.disc_weight = 1.0 if weight_name == "disc_weight" else 0.0
         with tf.GradientTape() as tape:
             loss = model.compute(batch, step=0, seed=0)["loss"]
         grads = tape.gradient(loss, emb.trainable_weights)
@@ -63,7 +66,7 @@ def test_tied_embeddings_are_single_variables_with_gradients_from_both_losses():
             )
 
 
-def test_discriminator_loss_does_not_reach_generator_encoder():
+def test_discriminator_loss_does_not_reach_generator_encoder(tiny_model, synthetic_batch):
     config, model = tiny_model()
     batch = synthetic_batch(1)
     gen_only = [
@@ -79,7 +82,7 @@ def test_discriminator_loss_does_not_reach_generator_encoder():
     assert float(out["disc_loss_sum"]) > 0
 
 
-def test_untied_generator_embeddings_have_their_own_tables():
+def test_untied_generator_embeddings_have_their_own_tables(tiny_model):
     config, model = tiny_model(untied_generator_embeddings=True)
     assert model.generator.embeddings is not model.discriminator.embeddings
     assert model.generator.embeddings_project is None  # E = generator hidden size
@@ -87,7 +90,7 @@ def test_untied_generator_embeddings_have_their_own_tables():
     assert "generator/embeddings/word_embeddings" in paths
 
 
-def test_losses_and_labels_by_hand():
+def test_losses_and_labels_by_hand(tiny_model, synthetic_batch):
     config, model = tiny_model()
     batch = synthetic_batch(2)
     out = model.compute(batch, step=3, seed=5, with_eval_stats=True)
@@ -136,17 +139,19 @@ def test_losses_and_labels_by_hand():
     assert out["disc_label_pos"] == labels.sum()
 
 
-def test_mlm_objective_has_no_discriminator():
+def test_mlm_objective_has_no_discriminator(tiny_model, synthetic_batch):
     config, model = tiny_model(electra_objective=False)
     assert model.generator is model.discriminator
-    assert model.discriminator_predictions is None
+    assert getattr(model, "discriminator_predictions", None) is None
     out = model.compute(synthetic_batch(), step=0, seed=0)
     assert "disc_loss_sum" not in out
     np.testing.assert_allclose(out["loss"], out["mlm_loss_sum"] / (out["mlm_weight_sum"] + 1e-6))
 
 
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_keeps_sampling_softmax_layernorm_and_losses_in_float32(precision):
+def test_mixed_precision_keeps_sampling_softmax_layernorm_and_losses_in_float32(
+    precision, tiny_model, synthetic_batch
+):
     config, model = tiny_model(precision=precision)
     assert model.discriminator.layer_0.query.compute_dtype == precision.split("_")[1]
     assert all(v.dtype == "float32" for v in model.trainable_weights)

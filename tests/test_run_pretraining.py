@@ -3,95 +3,71 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
+from harness import error_line, run_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
 SMALL = dict(max_seq_length=32, train_batch_size=4, num_train_steps=1, jit_compile=False)
 
 
-def _run(*args, cwd=REPO):
-    p = subprocess.run(
-        [sys.executable, os.path.join(REPO, "run_pretraining.py"), *args],
-        env=ENV,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return p
-
-
-def _error_line(p):
-    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
-    errors = [line for line in p.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, p.stderr[-3000:]
-    assert "Traceback" not in p.stderr
-    return errors[0]
-
-
+@pytest.mark.slow
 def test_describe_prints_parameter_counts_of_the_original(tmp_path):
-    p = _run(f"--data_dir={tmp_path}", "--model_name=m", "--describe")
+    p = run_script("run_pretraining.py", f"--data_dir={tmp_path}", "--model_name=m", "--describe")
     assert p.returncode == 0, p.stderr[-2000:]
     d = json.loads(p.stdout)
     assert d["parameters"]["discriminator_backbone"] == 13_483_008
+    assert d["parameters"]["total"] == 14_196_219
     assert d["max_predictions_per_seq"] == 19
     assert d["model_config"]["embedding_size"] == 128
     assert d["generator_config"]["hidden_size"] == 64
     assert d["flops_per_step"] > 0
-    from electra_tf.configs import PretrainingConfig
-    from electra_tf.training import describe_json
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.train import describe
 
-    base = json.loads(describe_json(PretrainingConfig("m", str(tmp_path), model_size="base")))
+    base = describe(PretrainingConfig.from_flat("m", str(tmp_path), {"model_size": "base"}))
     assert base["parameters"]["discriminator_backbone"] == 108_891_648
 
 
-def test_unknown_hparam_is_an_error_listing_valid_keys(tmp_path):
-    err = _error_line(
-        _run(f"--data_dir={tmp_path}", "--model_name=m", '--hparams={"lerning_rate": 1}')
-    )
-    assert "lerning_rate" in err and "valid keys" in err and "learning_rate" in err
+@pytest.mark.slow
+def test_hparam_errors_are_one_line_naming_the_key(tmp_path):
+    def err(hparams):
+        return error_line(
+            run_script(
+                "run_pretraining.py",
+                f"--data_dir={tmp_path}",
+                "--model_name=m",
+                "--describe",
+                f"--hparams={hparams}",
+            )
+        )
 
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ds")
-    corpus = d / "corpus.txt"
-    with open(os.path.join(REPO, "data", "corpus", "enwiki_sample.txt"), encoding="utf-8") as f:
-        corpus.write_text("".join(f.readlines()[:80]), encoding="utf-8")
-    shutil.copyfile(os.path.join(REPO, "data", "vocab", "vocab.txt"), d / "vocab.txt")
-    p = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "build_pretraining_dataset.py"),
-            f"--corpus_dir={corpus}",
-            f"--vocab_file={d / 'vocab.txt'}",
-            f"--output_dir={d / 'pretrain_tfrecords'}",
-            "--max_seq_length=32",
-            "--num_out_files=1",
-        ],
-        env=ENV,
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    return d
+    line = err('{"lerning_rate": 1}')
+    assert "lerning_rate" in line and "valid keys" in line and "learning_rate" in line
+    line = err('{"num_train_steps": "ten"}')
+    assert "num_train_steps" in line and "expected int" in line and '"ten"' in line
+    assert "expected float" in err('{"learning_rate": [1]}')
+    line = err('{"precision": "float8"}')
+    assert "precision 'float8' is not one of float32, mixed_bfloat16, mixed_float16" in line
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "learning_rate": 1e-3,\n  "seed": 1,,\n}\n')
+    line = err(str(bad))
+    assert str(bad) in line and "line 3, column 13" in line
 
 
 def _user_error(data_dir, **hparams):
-    from electra_tf.configs import PretrainingConfig
     from electra_tf.errors import UserError
-    from electra_tf.training import PretrainingRunner
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.train import Trainer
 
     with pytest.raises(UserError) as e:
-        PretrainingRunner(PretrainingConfig("m", str(data_dir), **{**SMALL, **hparams})).train()
+        Trainer(PretrainingConfig.from_flat("m", str(data_dir), {**SMALL, **hparams})).train()
     return str(e.value)
 
 
-def test_bad_inputs_are_user_errors_naming_what_is_wrong(dataset, tmp_path):
+@pytest.mark.slow
+def test_bad_inputs_are_user_errors_naming_what_is_wrong(tiny_dataset, tmp_path):
+    dataset = tmp_path / "data"
+    shutil.copytree(tiny_dataset, dataset)
     empty = tmp_path / "empty"
     empty.mkdir()
     err = _user_error(empty)
@@ -109,8 +85,9 @@ def test_bad_inputs_are_user_errors_naming_what_is_wrong(dataset, tmp_path):
     assert "another vocab" in err
     assert not os.path.exists(dataset / "models" / "m" / "checkpoint")
     # as a user meets it: one `error:` line, exit status 1, no traceback
-    line = _error_line(
-        _run(
+    line = error_line(
+        run_script(
+            "run_pretraining.py",
             f"--data_dir={dataset}",
             "--model_name=m",
             f"--hparams={json.dumps({**SMALL, 'max_seq_length': 64})}",

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import checkpoints, configs
+from electra_tf import checkpoints, configs, run_dir
 from electra_tf.configs import ModelConfig
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
@@ -86,7 +86,7 @@ def load_model_config(config: FinetuningConfig, checkpoint: str | None) -> Model
     for d in (base, os.path.dirname(base)):
         path = os.path.join(d, "config.json")
         if os.path.exists(path):
-            return ModelConfig.from_json_file(path)
+            return run_dir.read_run_config(path).model_config
     log(f"no config.json beside {base}: using the {config.model_size} preset")
     return configs.get_model_config(
         config.model_size,

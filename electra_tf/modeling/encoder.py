@@ -9,7 +9,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from electra_tf.configs import ModelConfig
+from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.layers import (
     LayerNorm,
     SeedSequence,

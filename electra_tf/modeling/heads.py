@@ -19,7 +19,7 @@ class MaskedLMHead(keras.layers.Layer):
         initializer_range: stddev of the dense layer's truncated-normal init.
 
     Example:
-    >>> from electra_tf.configs import ModelConfig
+    >>> from electra_tf.model_config import ModelConfig
     >>> emb = Embeddings(ModelConfig(vocab_size=10, hidden_size=8, num_attention_heads=2))
     >>> emb.build()
     >>> MaskedLMHead(emb)(tf.zeros([1, 2, 4])).shape

@@ -1,0 +1,126 @@
+"""Building the pretraining networks from a `PretrainingConfig`: the one place that wires the
+generator and discriminator (tied embeddings, fully tied, uniform / unigram, untied) and hands
+them with the objective to the pretrainer."""
+
+import os
+from typing import Dict, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.errors import UserError
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.modeling.pretrainer import UNIGRAM, ElectraPretrainer
+from electra_tf.pretraining_config import PretrainingConfig
+
+
+def build_pretrainer(
+    config: PretrainingConfig, vocab_size: int, special_ids: Dict[str, int]
+) -> ElectraPretrainer:
+    """The generator and discriminator encoders wired as the original (tied embeddings), or as
+    the objective / generator variants of the hparams ask, with their heads built."""
+    disc_config, gen_config = config.model_configs(vocab_size)
+    policy = keras.mixed_precision.DTypePolicy(config.scale.precision)
+    g = config.generator
+    discriminator = TransformerEncoder(disc_config, name="electra", dtype=policy)
+    samples = config.samples_replacements
+    if samples and g.uniform_generator:
+        generator = None  # uniform / unigram sampling, no generator network
+    elif gen_config is None:  # masked LM objective, or generator == discriminator
+        generator = discriminator
+    else:
+        shared = None if g.untied_generator_embeddings else discriminator.embeddings
+        generator = TransformerEncoder(
+            gen_config, embeddings=shared, name="generator", dtype=policy
+        )
+    counts = None
+    if samples and g.uniform_generator == UNIGRAM:
+        counts = load_unigram_counts(
+            g.token_counts_file or config.paths.pretrain_tfrecords, vocab_size, special_ids
+        )
+    model = ElectraPretrainer(
+        discriminator,
+        generator,
+        config.build_objective(),
+        special_ids,
+        temperature=config.objective.temperature,
+        disallow_correct=config.objective.disallow_correct,
+        uniform_generator=g.uniform_generator if samples else False,
+        unigram_counts=counts,
+        dtype=policy,
+        name="electra_pretrainer",
+    )
+    model.build()
+    return model
+
+
+def load_unigram_counts(path: str, vocab_size: int, special_ids: Dict[str, int]) -> np.ndarray:
+    """The unigram generator's token counts [V]: `path` is token_counts.txt, its directory, or
+    the pretraining TFRecords pattern (then the token_counts.txt beside the first match).
+    The special tokens ([CLS], [SEP], [MASK], [PAD]) get count 0: they are never sampled."""
+    from electra_tf import pretraining_data
+
+    first = path.split(",")[0].strip()
+    if not (tf.io.gfile.isdir(first) or os.path.basename(first) == "token_counts.txt"):
+        first = os.path.dirname(first) or "."
+    counts = pretraining_data.read_token_counts(first).astype(np.int64)
+    if counts.shape != (vocab_size,):
+        raise UserError(f"{first}: {counts.shape[0]} token counts for a vocab of {vocab_size}")
+    for key in ("cls", "sep", "mask", "pad"):
+        if key in special_ids:
+            counts[special_ids[key]] = 0
+    if counts.sum() <= 0:
+        raise UserError(f"{first}: the token counts are all zero")
+    return counts
+
+
+def count_params(variables) -> int:
+    """Parameters of distinct variables (shared ones, like tied embeddings, count once)."""
+    unique = {id(v): v for v in variables}
+    return int(sum(np.prod(v.shape) for v in unique.values()))
+
+
+def parameter_counts(model: ElectraPretrainer) -> Dict[str, int]:
+    """Whole networks with their heads, the bare discriminator encoder, and the total."""
+    disc = list(model.discriminator.weights)
+    if getattr(model, "discriminator_predictions", None) is not None:
+        disc += model.discriminator_predictions.weights
+    gen = []
+    if model.generator is not None:
+        gen = list(model.generator.weights) + list(model.generator_predictions.weights)
+    return {
+        "discriminator": count_params(disc),
+        "generator": count_params(gen),
+        "discriminator_backbone": count_params(model.discriminator.weights),
+        "total": count_params(model.trainable_weights),
+    }
+
+
+def flops_per_step(
+    config: PretrainingConfig,
+    vocab_size: Optional[int] = None,
+    sparse_embed_lookup: bool = False,
+    backward_factor: float = 1.0,
+) -> float:
+    """Training FLOPs of one step of `config` (paper convention: backward = forward, lookups as
+    dense products; `sparse_embed_lookup` counts them as gathers)."""
+    from electra_tf import objectives
+
+    disc, gen = config.model_configs(vocab_size or config.model.vocab_size or 30522)
+    if gen is None and config.samples_replacements and not config.generator.uniform_generator:
+        gen = disc  # untied_generator=false: the discriminator also runs as the generator
+    o = config.objective
+    return float(
+        objectives.pretraining_flops_per_step(
+            disc,
+            gen,
+            batch_size=config.optimizer.train_batch_size,
+            seq_len=config.model.max_seq_length,
+            objective=o.objective,
+            electra_objective=o.electra_objective,
+            mask_prob=o.mask_prob,
+            sparse_embed_lookup=sparse_embed_lookup,
+            backward_factor=backward_factor,
+        )
+    )

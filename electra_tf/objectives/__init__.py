@@ -1,0 +1,155 @@
+"""Pretraining objectives: the registry that hparam validation, FLOP counting, `--describe` and
+the experiments read. Objective names are compared only in this package.
+
+Adding an objective: a module with an `Objective` subclass, and one line in `REGISTRY`.
+
+Example:
+    >>> objective = build("electra_15", max_predictions=19)
+    >>> objective.name, objective.samples_replacements
+    ('electra_15', True)
+"""
+
+from typing import Any, Dict, Optional, Type
+
+from electra_tf.errors import UserError
+from electra_tf.flops.analytic import transformer_flops_from_config
+from electra_tf.objectives.adversarial import AdversarialReplacedTokenDetection
+from electra_tf.objectives.all_tokens_mlm import AllTokensMLM
+from electra_tf.objectives.base import DiscriminatorInputs, GeneratorOutputs, Objective
+from electra_tf.objectives.masked_lm import BertMaskedLM, OriginalMaskedLM
+from electra_tf.objectives.replace_mlm import ReplaceMLM
+from electra_tf.objectives.replaced_token_detection import (
+    ReplacedTokenDetection,
+    ReplacedTokenDetectionMaskedOnly,
+)
+
+# the `objective` hparam -> its class, and the name the paper's Table 5 gives it
+REGISTRY: Dict[str, Type[Objective]] = {
+    "electra": ReplacedTokenDetection,
+    "mlm": BertMaskedLM,
+    "electra_15": ReplacedTokenDetectionMaskedOnly,
+    "replace_mlm": ReplaceMLM,
+    "all_tokens_mlm": AllTokensMLM,
+}
+LABELS = {
+    "electra": "ELECTRA",
+    "mlm": "masked LM (BERT)",
+    "electra_15": "ELECTRA 15%",
+    "replace_mlm": "Replace MLM",
+    "all_tokens_mlm": "All-Tokens MLM",
+}
+NAMES = tuple(REGISTRY)
+ADVERSARIAL = (ReplacedTokenDetection, ReplacedTokenDetectionMaskedOnly)
+
+__all__ = [
+    "NAMES",
+    "LABELS",
+    "REGISTRY",
+    "DiscriminatorInputs",
+    "GeneratorOutputs",
+    "Objective",
+    "build",
+    "objective_class",
+    "pretraining_flops_per_step",
+]
+
+
+def objective_class(
+    objective: str = "electra", electra_objective: bool = True, adversarial_generator=False
+) -> Type[Objective]:
+    """The class for the `objective`, `electra_objective` and `adversarial_generator` hparams;
+    an impossible combination is a UserError saying why."""
+    if objective not in REGISTRY:
+        raise UserError(f"objective {objective!r} is not one of {', '.join(NAMES)}")
+    if not electra_objective:
+        if objective != "electra":
+            raise UserError(
+                "electra_objective=false (the original's masked LM, 85% [MASK] / 15% kept) "
+                f"cannot be combined with objective {objective!r}; objective=mlm is BERT's "
+                "masked LM (80/10/10)"
+            )
+        if adversarial_generator:
+            raise UserError(
+                "adversarial_generator needs objective electra or electra_15 (a discriminator "
+                "to fool), got 'electra' with electra_objective=false"
+            )
+        return OriginalMaskedLM
+    cls = REGISTRY[objective]
+    if adversarial_generator:
+        if cls not in ADVERSARIAL:
+            raise UserError(
+                "adversarial_generator needs objective electra or electra_15 (a discriminator "
+                f"to fool), got {objective!r}"
+            )
+        return AdversarialReplacedTokenDetection
+    return cls
+
+
+def build(
+    objective: str = "electra",
+    electra_objective: bool = True,
+    adversarial_generator: bool = False,
+    **kwargs: Any,
+) -> Objective:
+    """An objective instance; `kwargs` are `Objective`'s (gen_weight, disc_weight, mask_prob,
+    max_predictions)."""
+    cls = objective_class(objective, electra_objective, adversarial_generator)
+    if cls is AdversarialReplacedTokenDetection:
+        masked_only = REGISTRY[objective] is ReplacedTokenDetectionMaskedOnly
+        return cls(masked_positions_only=masked_only, **kwargs)
+    return cls(**kwargs)
+
+
+def pretraining_flops_per_step(
+    disc_config: Any,
+    gen_config: Any,
+    batch_size: int,
+    seq_len: int,
+    objective: str = "electra",
+    mask_prob: float = 0.15,
+    sparse_embed_lookup: bool = False,
+    backward_factor: float = 1.0,
+    tied_embeddings: bool = True,
+    output_frac: Optional[float] = None,
+    electra_objective: bool = True,
+) -> float:
+    """FLOPs of one pretraining step (whole batch) of this project's model, paper conventions.
+
+    Args:
+        disc_config: the discriminator's config (for a masked LM, the one network's).
+        gen_config: the generator's config; ignored by a masked LM; None for an objective that
+            samples without a generator network (uniform or unigram sampling).
+        batch_size: sequences per step (global batch).
+        seq_len: tokens per sequence.
+        objective: a registry name; `electra_objective=False` is the original's masked LM.
+        mask_prob: masking probability; the MLM head runs on int((p + 0.005)·L) positions per
+            sequence, as the model does.
+        sparse_embed_lookup: count input embedding lookups as free gathers (as the real graph does).
+        backward_factor: backward pass cost as a multiple of the forward pass: 1.0 is the paper's
+            convention, 2.0 the common "3x forward" one, 0.0 gives forward FLOPs only.
+        tied_embeddings: the generator uses the discriminator's embedding size.
+        output_frac: overrides the fraction of positions with an MLM softmax.
+    """
+    from electra_tf.flops.analytic import max_predictions_per_seq
+
+    obj = objective_class(objective, electra_objective)()
+    if output_frac is None:
+        output_frac = max_predictions_per_seq(seq_len, mask_prob) / seq_len
+    main_frac = obj.discriminator_output_frac(output_frac)
+    disc = transformer_flops_from_config(disc_config, seq_len, main_frac, sparse_embed_lookup)
+    gen = None
+    if gen_config is not None and obj.samples_replacements:
+        gen = transformer_flops_from_config(
+            gen_config,
+            seq_len,
+            output_frac,
+            sparse_embed_lookup,
+            embedding_size=disc.e if tied_embeddings else None,
+        )
+    try:
+        per_seq = obj.forward_flops_per_sequence(disc, gen)
+    except ValueError:
+        raise UserError(
+            f"objective '{objective}' needs a generator config (gen_config is None)"
+        ) from None
+    return (1.0 + backward_factor) * batch_size * per_seq

@@ -1,0 +1,301 @@
+"""The pretraining hyperparameters: the original's flat keys, read into frozen typed sections.
+
+Every default lives here (as the original's `configure_pretraining.PretrainingConfig`): an
+unknown key is an error that lists the valid keys, a value of the wrong type names the key and
+the type it expects, and impossible combinations are errors saying why.
+
+Example:
+    >>> c = PretrainingConfig.from_flat("m", "data", {"num_train_steps": 20, "debug": True})
+    >>> c.optimizer.train_batch_size, c.max_predictions_per_seq
+    (8, 19)
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
+
+from electra_tf import hparams as hp
+from electra_tf import objectives
+from electra_tf.errors import UserError
+from electra_tf.hparams import hparam
+from electra_tf.model_config import (
+    MODEL_SIZES,
+    ModelConfig,
+    get_generator_config,
+    get_model_config,
+)
+
+DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunHparams:
+    debug: bool = hparam(False, help="tiny model and few steps, as the original's debug preset")
+    do_train: bool = True
+    do_eval: bool = False
+    eval_batch_size: int = 128
+    shuffle_buffer_size: int = hparam(100, help="records shuffled in training (the original's)")
+    num_eval_steps: int = 100
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    log_every_steps: int = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveHparams:
+    electra_objective: bool = hparam(True, help="false: the original's masked LM only")
+    objective: str = hparam("electra", choices=objectives.NAMES)
+    gen_weight: float = 1.0
+    disc_weight: float = 50.0
+    mask_prob: float = 0.15
+    temperature: float = 1.0
+    disallow_correct: bool = False
+    adversarial_generator: bool = hparam(False, help="REINFORCE generator (paper appendix F)")
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratorHparams:
+    untied_generator_embeddings: bool = False
+    untied_generator: bool = True
+    generator_layers: float = 1.0
+    generator_hidden_size: float = 0.25
+    # false | "uniform" (= true, the original's) | "unigram"
+    uniform_generator: Union[bool, Literal["uniform", "unigram"]] = False
+    generator_config: Dict[str, Any] = hparam({}, help="BERT JSON keys overriding the derived")
+    token_counts_file: Optional[str] = hparam(None, help="None: token_counts.txt by the data")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelHparams:
+    model_size: str = hparam("small", choices=tuple(MODEL_SIZES))
+    model_hparam_overrides: Dict[str, Any] = hparam({})
+    embedding_size: Optional[int] = hparam(None, help="None: hidden size; small: 128")
+    vocab_size: Optional[int] = hparam(None, help="None: the number of lines of vocab_file")
+    do_lower_case: bool = hparam(True, help="checked against the dataset's dataset_info.json")
+    max_seq_length: int = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerHparams:
+    learning_rate: float = 5e-4
+    lr_decay_power: float = 1.0
+    weight_decay_rate: float = 0.01
+    num_warmup_steps: int = 10000
+    num_train_steps: int = 1000000
+    train_batch_size: int = 128
+    clip_norm: Optional[float] = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PathHparams:
+    """None: derived from data_dir and model_name, as the original."""
+
+    pretrain_tfrecords: Optional[str] = None
+    vocab_file: Optional[str] = None
+    model_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleHparams:
+    distribution: str = hparam("auto", choices=DISTRIBUTIONS)
+    precision: str = hparam("float32", choices=PRECISIONS)
+    jit_compile: bool = hparam(True, help="XLA-compile the training step")
+    gradient_accumulation_steps: int = 1
+    seed: int = 0
+    deterministic: bool = False
+    peak_flops: Optional[float] = hparam(None, help="None: a measured default (see README)")
+
+
+SECTIONS = {
+    "run": RunHparams,
+    "objective": ObjectiveHparams,
+    "generator": GeneratorHparams,
+    "model": ModelHparams,
+    "optimizer": OptimizerHparams,
+    "paths": PathHparams,
+    "scale": ScaleHparams,
+}
+PRETRAINING_DEFAULTS: Dict[str, Any] = hp.defaults(SECTIONS)
+DEBUG_PRESET = dict(train_batch_size=8, num_train_steps=20, eval_batch_size=4, num_eval_steps=2)
+DEBUG_MODEL = dict(
+    num_hidden_layers=3, hidden_size=144, intermediate_size=576, num_attention_heads=4
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig:
+    """All pretraining hyperparameters, by section; build with `from_flat`."""
+
+    model_name: str
+    data_dir: str
+    run: RunHparams
+    objective: ObjectiveHparams
+    generator: GeneratorHparams
+    model: ModelHparams
+    optimizer: OptimizerHparams
+    paths: PathHparams
+    scale: ScaleHparams
+    max_predictions_per_seq: int
+
+    @classmethod
+    def from_flat(
+        cls, model_name: str, data_dir: str, hparams: Optional[Mapping[str, Any]] = None
+    ) -> "PretrainingConfig":
+        """The config for the original's flat hparams (JSON keys) over the defaults."""
+        hparams = dict(hparams or {})
+        hp.reject_unknown(hparams, PRETRAINING_DEFAULTS)
+        values = dict(PRETRAINING_DEFAULTS)
+        values["model_hparam_overrides"] = {}
+        values.update(hparams)
+        if _flag(values, "debug"):
+            values.update(DEBUG_PRESET)
+            values["model_hparam_overrides"] = dict(DEBUG_MODEL)
+        if values["model_size"] == "small" and values["embedding_size"] is None:
+            values["embedding_size"] = 128
+        values.update(hparams)  # explicit values win over the presets
+        sections = hp.from_flat(SECTIONS, values, explicit=hparams)
+        paths = sections["paths"]
+        sections["paths"] = dataclasses.replace(
+            paths,
+            pretrain_tfrecords=paths.pretrain_tfrecords
+            or os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"),
+            vocab_file=paths.vocab_file or os.path.join(data_dir, "vocab.txt"),
+            model_dir=paths.model_dir or os.path.join(data_dir, "models", model_name),
+        )
+        o, m = sections["objective"], sections["model"]
+        # derived, as the original (so it cannot be passed in)
+        max_predictions = int((o.mask_prob + 0.005) * m.max_seq_length)
+        config = cls(model_name, data_dir, max_predictions_per_seq=max_predictions, **sections)
+        config.validate()
+        return config
+
+    def to_flat(self) -> Dict[str, Any]:
+        """Every hparam under its flat key, plus model_name, data_dir, max_predictions_per_seq."""
+        d = hp.to_flat(*(getattr(self, name) for name in SECTIONS))
+        d.update(
+            model_name=self.model_name,
+            data_dir=self.data_dir,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+        )
+        return d
+
+    @property
+    def objective_class(self) -> type:
+        o = self.objective
+        return objectives.objective_class(o.objective, o.electra_objective, o.adversarial_generator)
+
+    def build_objective(self) -> objectives.Objective:
+        o = self.objective
+        return objectives.build(
+            o.objective,
+            o.electra_objective,
+            o.adversarial_generator,
+            gen_weight=o.gen_weight,
+            disc_weight=o.disc_weight,
+            mask_prob=o.mask_prob,
+            max_predictions=self.max_predictions_per_seq,
+        )
+
+    @property
+    def samples_replacements(self) -> bool:
+        return self.objective_class.samples_replacements
+
+    @property
+    def has_generator_network(self) -> bool:
+        """A generator network separate from the discriminator."""
+        g = self.generator
+        return self.samples_replacements and g.untied_generator and not g.uniform_generator
+
+    def validate(self) -> None:
+        r, o, g, s = self.run, self.objective, self.generator, self.scale
+        if r.do_train == r.do_eval and not r.do_train:
+            raise UserError("at least one of do_train and do_eval must be true")
+        if not 0 < o.mask_prob < 1:
+            raise UserError(f"mask_prob must be in (0, 1), got {o.mask_prob}")
+        for key, value in (
+            ("train_batch_size", self.optimizer.train_batch_size),
+            ("eval_batch_size", r.eval_batch_size),
+            ("num_train_steps", self.optimizer.num_train_steps),
+            ("max_seq_length", self.model.max_seq_length),
+        ):
+            if value < 1:
+                raise UserError(f"{key} must be positive, got {value}")
+        accum = s.gradient_accumulation_steps
+        if accum < 1 or self.optimizer.train_batch_size % accum:
+            raise UserError(
+                f"train_batch_size {self.optimizer.train_batch_size} is not divisible by "
+                f"gradient_accumulation_steps {accum}"
+            )
+        samples = self.objective_class.samples_replacements  # impossible combinations raise
+        if samples and g.uniform_generator and g.generator_config:
+            raise UserError("generator_config cannot be combined with uniform_generator")
+        if samples and not g.untied_generator and not g.uniform_generator:
+            if g.generator_hidden_size != 1.0 or g.generator_layers != 1.0:
+                raise UserError(
+                    "untied_generator=false makes the generator the discriminator itself: it needs "
+                    f"generator_hidden_size=1.0 and generator_layers=1.0 (got "
+                    f"{g.generator_hidden_size} and {g.generator_layers})"
+                )
+            if g.generator_config:
+                raise UserError("generator_config cannot be combined with untied_generator=false")
+        if o.adversarial_generator and g.uniform_generator:
+            raise UserError(
+                "adversarial_generator needs a generator network, not uniform_generator"
+            )
+
+    def model_configs(self, vocab_size: int) -> Tuple[ModelConfig, Optional[ModelConfig]]:
+        """(discriminator config, generator config or None) for this run."""
+        m, g = self.model, self.generator
+        disc = get_model_config(
+            m.model_size,
+            vocab_size=vocab_size,
+            embedding_size=m.embedding_size,
+            overrides=m.model_hparam_overrides,
+        )
+        if disc.max_position_embeddings < m.max_seq_length:
+            raise UserError(
+                f"max_seq_length {m.max_seq_length} exceeds max_position_embeddings "
+                f"{disc.max_position_embeddings}"
+            )
+        if not self.has_generator_network:
+            return disc, None
+        gen = get_generator_config(disc, g.generator_hidden_size, g.generator_layers)
+        if g.untied_generator_embeddings:
+            gen = dataclasses.replace(gen, embedding_size=gen.hidden_size)
+        if g.generator_config:
+            gen = _explicit_generator_config(disc, gen, g)
+        return disc, gen
+
+
+def _explicit_generator_config(disc: ModelConfig, derived: ModelConfig, g: GeneratorHparams):
+    """The `generator_config` hparam over the derived generator config."""
+    values = derived.to_dict()
+    hidden = g.generator_config.get("hidden_size")
+    if isinstance(hidden, int) and hidden > 0:  # widths follow an explicit hidden size
+        values.update(intermediate_size=4 * hidden, num_attention_heads=max(1, hidden // 64))
+        if g.untied_generator_embeddings:
+            values["embedding_size"] = hidden
+    gen = ModelConfig.from_dict({**values, **g.generator_config}, source="generator_config")
+    if not g.untied_generator_embeddings:
+        for key in ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"):
+            if getattr(gen, key) != getattr(disc, key):
+                raise UserError(
+                    f"generator_config {key}={getattr(gen, key)} differs from the "
+                    f"discriminator's {getattr(disc, key)}, but the embeddings are tied "
+                    "(set untied_generator_embeddings=true)"
+                )
+    if gen.vocab_size != disc.vocab_size:
+        raise UserError(
+            f"generator_config vocab_size {gen.vocab_size} differs from the "
+            f"discriminator's {disc.vocab_size}"
+        )
+    return gen
+
+
+def _flag(values: Dict[str, Any], key: str) -> bool:
+    value = values[key]
+    if not isinstance(value, bool):
+        raise UserError(f"hparam {key}: expected bool, got {value!r} ({type(value).__name__})")
+    return value

@@ -1,0 +1,33 @@
+"""`run_pretraining.py --describe`: the resolved hparams, parameter counts and FLOPs per step of
+a config, without training."""
+
+import json
+import os
+
+from electra_tf import vocab
+from electra_tf.modeling import builders
+from electra_tf.pretraining_config import PretrainingConfig
+
+
+def describe(config: PretrainingConfig) -> dict:
+    """The resolved flat hparams with "model_config", "generator_config", "parameters" (see
+    `builders.parameter_counts`) and "flops_per_step" (paper convention)."""
+    vocab_file = config.paths.vocab_file
+    tokens = vocab.load_vocab(vocab_file) if os.path.exists(vocab_file) else None
+    vocab_size = config.model.vocab_size or (len(tokens) if tokens else 30522)
+    if tokens:
+        special = vocab.special_token_ids(tokens, vocab_file)
+    else:
+        special = dict(vocab.BERT_UNCASED_SPECIAL_IDS)
+    model = builders.build_pretrainer(config, vocab_size, special)
+    d = config.to_flat()
+    disc, gen = config.model_configs(vocab_size)
+    d["model_config"] = disc.to_dict()
+    d["generator_config"] = gen.to_dict() if gen is not None else None
+    d["parameters"] = builders.parameter_counts(model)
+    d["flops_per_step"] = builders.flops_per_step(config, vocab_size)
+    return d
+
+
+def describe_json(config: PretrainingConfig) -> str:
+    return json.dumps(describe(config), indent=2, sort_keys=True)

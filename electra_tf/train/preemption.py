@@ -1,0 +1,38 @@
+"""Stopping cleanly on SIGTERM (preemption): the loop checks the flag after each step, saves a
+checkpoint and exits with status 143."""
+
+import signal
+import threading
+
+
+class StopSignal:
+    """A context manager recording SIGTERM while it is active (main thread only: Python
+    delivers signals there; elsewhere it records nothing).
+
+    Example:
+        with StopSignal() as stop:
+            while training:
+                ...
+                if stop.received is not None:
+                    break
+    """
+
+    def __init__(self, signals=(signal.SIGTERM,)):
+        self.signals = tuple(signals)
+        self.received = None
+        self._previous = {}
+
+    def _handler(self, signum, frame):
+        self.received = signum
+
+    def __enter__(self) -> "StopSignal":
+        if threading.current_thread() is threading.main_thread():
+            for s in self.signals:
+                self._previous[s] = signal.getsignal(s)
+                signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous.clear()

@@ -1,0 +1,119 @@
+"""Profiler vs analytic FLOPs of this project's pretraining step (`count_flops.py --profile`)."""
+
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from electra_tf import objectives, vocab
+from electra_tf.flops.analytic import config_value
+from electra_tf.flops.profiler import profile_function_flops
+from electra_tf.modeling.builders import build_pretrainer
+from electra_tf.optimization import ElectraAdamW
+from electra_tf.pretraining_config import PretrainingConfig
+
+
+def profile_pretraining_flops(
+    model_size: str = "small",
+    batch_size: int = 2,
+    seq_len: int = 128,
+    hparams: Mapping | None = None,
+) -> dict:
+    """Profiler vs analytic FLOPs of this project's ELECTRA pretraining, for one step.
+
+    Builds the pretraining model as `run_pretraining.py` does (float32, the configured objective),
+    traces two graphs with static [batch_size, seq_len] inputs, and counts them with
+    `tf.compat.v1.profiler`:
+      * forward: masking, generator, MLM head and loss, sampling, discriminator, its head and
+        loss, in training mode (with dropout), as the forward half of a training step;
+      * train step: the same forward, the gradients of the loss with respect to every trainable
+        variable, global-norm clipping and the ElectraAdamW update.
+    The analytic figures use `sparse_embed_lookup=True` (the model gathers its embeddings).
+
+    Returns a dict with profiler_forward_flops, analytic_forward_flops, forward_ratio,
+    profiler_train_step_flops, analytic_train_step_flops (backward = 1x forward, the paper's
+    convention), train_step_ratio, analytic_train_step_flops_backward_2x (the ~3x-forward
+    convention) and its ratio, and the shapes and configs used.
+    """
+    values = {"model_size": model_size, "max_seq_length": seq_len, "train_batch_size": batch_size}
+    values.update(hparams or {})
+    config = PretrainingConfig.from_flat("flops_profile", "flops_profile", values)
+    vocab_size = int(config.model.vocab_size or 30522)
+    model = build_pretrainer(config, vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS))
+    variables = model.trainable_weights
+    optimizer = ElectraAdamW(1e-4, variables, clip_norm=config.optimizer.clip_norm)
+    spec = tf.TensorSpec([batch_size, seq_len], tf.int32)
+    specs = {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
+    dropout_seed = tf.constant([1, 2], tf.int32)
+
+    def forward(inputs):
+        return model.compute(inputs, step=0, seed=0, training=True, dropout_seed=dropout_seed)[
+            "loss"
+        ]
+
+    def train_step(inputs):
+        with tf.GradientTape() as tape:
+            loss = forward(inputs)
+        grads = tape.gradient(loss, variables)
+        grads = [
+            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+            for g, v in zip(grads, variables)
+        ]
+        grads, _ = optimizer.clip(grads)
+        optimizer.apply_gradients(grads)
+        return loss
+
+    profiler_forward = profile_function_flops(forward, specs)
+    profiler_train = profile_function_flops(train_step, specs)
+
+    disc_config = model.discriminator.config
+    gen_config = model.generator.config if model.generator is not None else None
+    if gen_config is disc_config:
+        gen_config = None
+    o = config.objective
+
+    def analytic(backward_factor):
+        return objectives.pretraining_flops_per_step(
+            disc_config,
+            gen_config,
+            batch_size,
+            seq_len,
+            objective=o.objective,
+            electra_objective=o.electra_objective,
+            mask_prob=o.mask_prob,
+            sparse_embed_lookup=True,
+            backward_factor=backward_factor,
+            tied_embeddings=not config.generator.untied_generator_embeddings,
+        )
+
+    analytic_forward = analytic(0.0)
+    analytic_train = analytic(1.0)
+    analytic_train_2x = analytic(2.0)
+    return {
+        "model_size": model_size,
+        "batch_size": batch_size,
+        "seq_len": seq_len,
+        "max_predictions_per_seq": config.max_predictions_per_seq,
+        "profiler_forward_flops": profiler_forward,
+        "analytic_forward_flops": analytic_forward,
+        "forward_ratio": profiler_forward / analytic_forward,
+        "profiler_train_step_flops": profiler_train,
+        "analytic_train_step_flops": analytic_train,
+        "train_step_ratio": profiler_train / analytic_train,
+        "analytic_train_step_flops_backward_2x": analytic_train_2x,
+        "train_step_ratio_backward_2x": profiler_train / analytic_train_2x,
+        "discriminator_config": _config_dict(disc_config),
+        "generator_config": None if gen_config is None else _config_dict(gen_config),
+    }
+
+
+def _config_dict(config: Any) -> dict:
+    keys = (
+        "vocab_size",
+        "embedding_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+    )
+    return {k: config_value(config, k) for k in keys}

@@ -1,0 +1,240 @@
+"""The estimator-style pretraining loop.
+
+A `Trainer` owns one run directory (`model_dir`). Re-running the same command resumes from the
+latest checkpoint (see `electra_tf.train.checkpointing`); the step's randomness is a pure
+function of (seed, step, data), so a resumed run continues exactly as an uninterrupted one would.
+"""
+
+import os
+from typing import Dict, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf import run_dir, vocab
+from electra_tf.errors import UserError
+from electra_tf.modeling import builders
+from electra_tf.optimization import ElectraAdamW, ElectraSchedule
+from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start
+from electra_tf.train.inputs import replica_iterators
+from electra_tf.train.loss_scale import DynamicLossScale
+from electra_tf.train.preemption import StopSignal
+from electra_tf.train.progress import ProgressLog, log, write_scalars
+from electra_tf.train.step import TrainStep, eval_function
+from electra_tf.train.strategy import ReplicaLayout, build_strategy
+
+# A default peak for MFU on a machine we cannot query: float32 matmul throughput measured on the
+# project's 2-core AVX2 CPU with numpy (see README). Override with the `peak_flops` hparam.
+DEFAULT_PEAK_FLOPS = 160e9
+
+
+class Trainer:
+    """Builds everything a run needs (strategy, model, optimizer, loss scale) and trains or
+    evaluates it.
+
+    Args:
+        config: the run's `PretrainingConfig`.
+        strategy: a tf.distribute strategy; default: the one the `distribution` hparam names.
+
+    Example:
+        trainer = Trainer(PretrainingConfig.from_flat("m", "data_dir", {"num_train_steps": 20}))
+        trainer.train()
+        metrics = trainer.evaluate()
+    """
+
+    def __init__(
+        self, config: PretrainingConfig, strategy: Optional[tf.distribute.Strategy] = None
+    ):
+        self.config = c = config
+        if c.scale.deterministic:
+            tf.config.experimental.enable_op_determinism()
+            keras.utils.set_random_seed(int(c.scale.seed))
+        vocab_file = c.paths.vocab_file
+        if not os.path.exists(vocab_file):
+            raise UserError(f"vocab file {vocab_file} does not exist")
+        self.vocab = vocab.load_vocab(vocab_file)
+        self.vocab_size = c.model.vocab_size or len(self.vocab)
+        if self.vocab_size != len(self.vocab):
+            raise UserError(
+                f"vocab_size {self.vocab_size} does not match {vocab_file} "
+                f"({len(self.vocab)} entries)"
+            )
+        self.special_ids = vocab.special_token_ids(self.vocab, vocab_file)
+        self.run = run_dir.RunDirectory(c.paths.model_dir)
+        self.strategy = strategy or build_strategy(c.scale.distribution)
+        self.layout = ReplicaLayout.of(self.strategy)
+        accum = c.scale.gradient_accumulation_steps
+        if c.optimizer.train_batch_size % (self.layout.num_replicas * accum):
+            raise UserError(
+                f"train_batch_size {c.optimizer.train_batch_size} is not divisible by "
+                f"{self.layout.num_replicas} replicas x {accum} accumulation steps"
+            )
+        keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
+        o = c.optimizer
+        with self.strategy.scope():
+            self.model = builders.build_pretrainer(c, self.vocab_size, self.special_ids)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+            self.optimizer = ElectraAdamW(
+                ElectraSchedule(
+                    o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.lr_decay_power
+                ),
+                self.model.trainable_weights,
+                weight_decay_rate=o.weight_decay_rate,
+                clip_norm=o.clip_norm,
+            )
+            self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
+        self.flops_per_step = builders.flops_per_step(c, self.vocab_size)
+        self.peak_flops = float(c.scale.peak_flops or DEFAULT_PEAK_FLOPS)
+        self.train_summary: Dict[str, float] = {}  # filled by train(), merged into evaluate()
+
+    def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
+        """This worker's input iterators, one per local replica (see `train.inputs`)."""
+        return replica_iterators(self.config, self.layout, is_training, tfrecords)
+
+    def step_function(self):
+        """The training step as a tf.function(iterators) (what `train` runs each step)."""
+        c = self.config
+        return TrainStep(
+            self.model,
+            self.optimizer,
+            self.loss_scale,
+            self.step,
+            self.strategy,
+            self.layout,
+            c.scale.seed,
+            c.scale.gradient_accumulation_steps,
+            c.scale.jit_compile,
+        ).function()
+
+    def write_run_config(self) -> None:
+        """config.json (every hparam, the model configs, replicas, FLOPs/step) and vocab.txt."""
+        if not self.layout.is_chief:
+            return
+        disc, gen = self.config.model_configs(self.vocab_size)
+        self.run.write_config(
+            run_dir.PRETRAINING,
+            self.config.to_flat(),
+            disc,
+            gen,
+            num_replicas=self.layout.num_replicas,
+            flops_per_step=self.flops_per_step,
+        )
+        self.run.copy_vocab(self.config.paths.vocab_file)
+
+    def train(self) -> Dict[str, float]:
+        """Trains to `num_train_steps` (resuming if the run has a checkpoint); returns the
+        training summary ({} when it had already finished)."""
+        c = self.config
+        self.run.makedirs()
+        self.write_run_config()
+        iterators = self.iterators(is_training=True)
+        ckpt = TrainingCheckpoint(
+            self.model,
+            self.optimizer,
+            self.step,
+            self.loss_scale,
+            iterators,
+            self.run,
+            self.layout,
+            c.run.keep_checkpoint_max,
+        )
+        resumed = ckpt.restore_latest()
+        if resumed:
+            log(f"resumed from {resumed} at step {int(self.step.numpy())}")
+        elif c.paths.init_checkpoint:
+            warm_start(self.model, c.paths.init_checkpoint, log)
+        start_step = int(self.step.numpy())
+        last_step = c.optimizer.num_train_steps
+        if start_step >= last_step:
+            log(f"training already finished ({start_step} steps)")
+            return {}
+        train_fn = self.step_function()
+        writer = (
+            tf.summary.create_file_writer(self.run.summaries_dir("train"))
+            if self.layout.is_chief
+            else tf.summary.create_noop_writer()
+        )
+        log(
+            f"training {c.model_name}: steps {start_step} -> {last_step}, global batch "
+            f"{c.optimizer.train_batch_size} on {self.layout.num_replicas} replica(s), "
+            f"{self.flops_per_step:.3e} FLOPs/step"
+        )
+        progress = ProgressLog(
+            last_step,
+            c.run.log_every_steps,
+            c.optimizer.train_batch_size,
+            self.flops_per_step,
+            self.peak_flops,
+            writer,
+        )
+        total_flops = start_step * self.flops_per_step
+        with StopSignal() as stop:
+            while int(self.step.numpy()) < last_step:
+                out = train_fn(iterators)
+                step = int(self.step.numpy())
+                loss = float(out["loss"])
+                progress.step_done(step)
+                if not np.isfinite(loss):
+                    raise UserError(
+                        f"non-finite loss ({loss}) at step {step}; the last good checkpoint is "
+                        f"{ckpt.latest or 'none'} (kept)"
+                    )
+                total_flops += self.flops_per_step
+                if step % c.run.save_checkpoints_steps == 0:  # as the original: at multiples
+                    ckpt.save()
+                if progress.due(step):
+                    progress.write(step, loss, out, total_flops)
+                if stop.received is not None:
+                    ckpt.save()
+                    log(f"received signal {stop.received}: saved a checkpoint at step {step}")
+                    raise SystemExit(143)
+        step = int(self.step.numpy())
+        ckpt.save()
+        self.train_summary = progress.summary(start_step, step, total_flops)
+        log(f"saved {ckpt.latest}")
+        return self.train_summary
+
+    def evaluate(self, tfrecords: Optional[str] = None) -> Dict[str, float]:
+        """The objective's eval metrics over `num_eval_steps` batches of the latest checkpoint,
+        written to eval_results.json and TensorBoard (with the training summary, if any).
+        `tfrecords`: evaluate on these files (e.g. a held-out shard) instead of the config's."""
+        c = self.config
+        ckpt = TrainingCheckpoint(self.model, self.optimizer, self.step, self.loss_scale)
+        latest = self.run.latest_checkpoint()
+        if latest is None:
+            raise UserError(f"no checkpoint to evaluate in {self.run.path}")
+        ckpt.restore_for_eval(latest)
+        iterators = self.iterators(is_training=False, tfrecords=tfrecords)
+        eval_fn = eval_function(
+            self.model, self.step, self.strategy, self.layout, c.scale.seed, c.scale.jit_compile
+        )
+        sums: Dict[str, np.ndarray] = {}
+        steps = 0
+        for _ in range(c.run.num_eval_steps):
+            try:
+                out = eval_fn(iterators)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                break
+            for k, v in out.items():
+                sums[k] = sums.get(k, 0) + v.numpy().astype(np.float64)
+            steps += 1
+        if not steps:
+            raise UserError(
+                f"no eval data in {tfrecords or c.paths.pretrain_tfrecords} "
+                "(eval_batch_size too big?)"
+            )
+        metrics = self.model.metrics_from_sums(sums)
+        # the total loss the run minimises (whatever the objective), averaged over eval batches
+        # (each replica's batch loss is summed by the all-reduce)
+        metrics["loss"] = float(sums["loss"] / (steps * self.layout.num_replicas))
+        metrics["global_step"] = int(self.step.numpy())
+        metrics["eval_steps"] = steps
+        metrics["train_flops"] = metrics["global_step"] * self.flops_per_step
+        metrics.update(self.train_summary)
+        if self.layout.is_chief:
+            self.run.write_eval_results(metrics)
+            writer = tf.summary.create_file_writer(self.run.summaries_dir("eval"))
+            write_scalars(writer, metrics, metrics["global_step"])
+        return metrics
