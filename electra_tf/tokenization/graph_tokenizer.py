@@ -74,7 +74,8 @@ class GraphTokenizer(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def basic_tokenize(self, strings: tf.Tensor) -> tf.RaggedTensor:
-        """[batch] UTF-8 strings -> words after BasicTokenizer, RaggedTensor[string] [batch, (words)]."""
+        """[batch] UTF-8 strings -> words after BasicTokenizer, RaggedTensor[string]
+        [batch, (words)]."""
         return self._basic_tokenize(strings)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
