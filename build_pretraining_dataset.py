@@ -1,10 +1,12 @@
-"""Corpus text -> sharded pretraining TFRecords (input_ids, input_mask, segment_ids), as the original.
+"""Corpus text -> sharded pretraining TFRecords (input_ids, input_mask, segment_ids), as the
+original.
 
 python build_pretraining_dataset.py --corpus_dir=data/corpus --vocab_file=data/vocab/vocab.txt \
     --output_dir=/tmp/electra_data/pretrain_tfrecords --num_out_files=8 --num_processes=2
 
-The corpus is one sentence per line with blank lines between documents (--blanks_separate_docs=false: each
-file is one document). Writes pretrain_data.tfrecord-I-of-N, dataset_info.json and token_counts.txt.
+The corpus is one sentence per line with blank lines between documents
+(--blanks_separate_docs=false: each file is one document). Writes pretrain_data.tfrecord-I-of-N,
+dataset_info.json and token_counts.txt.
 """
 
 import glob
@@ -35,7 +37,8 @@ flags.DEFINE_bool("overwrite", False, "Replace the TFRecords already in --output
 
 
 def _quick_checks() -> None:
-    """The common mistakes, found before the slow TensorFlow import (build_dataset checks them all)."""
+    """The common mistakes, found before the slow TensorFlow import (build_dataset checks them all;
+    the shard name is spelt out because importing `electra_tf.pretraining_data` imports TF)."""
     corpus, vocab_file, output_dir = FLAGS.corpus_dir, FLAGS.vocab_file, FLAGS.output_dir
     if "://" not in corpus and not os.path.exists(corpus) and not glob.glob(corpus):
         raise UserError(f"corpus not found: {corpus} (no file, directory or glob match)")

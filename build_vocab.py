@@ -22,8 +22,9 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from electra_tf.errors import UserError, run_main
 from electra_tf.tokenization import GraphTokenizer
+from electra_tf.vocab import CLS, MASK, PAD, SEP, UNK
 
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+SPECIAL_TOKENS = [PAD, UNK, CLS, SEP, MASK]
 NUM_UNUSED = 99
 BATCH_LINES = 8192
 
@@ -40,7 +41,7 @@ def reserved_tokens(reserve_unused: bool) -> list[str]:
     """The tokens that open the vocab, in id order."""
     if not reserve_unused:
         return list(SPECIAL_TOKENS)
-    return ["[PAD]"] + [f"[unused{i}]" for i in range(NUM_UNUSED)] + SPECIAL_TOKENS[1:]
+    return [PAD] + [f"[unused{i}]" for i in range(NUM_UNUSED)] + SPECIAL_TOKENS[1:]
 
 
 def count_words(
@@ -68,13 +69,14 @@ def count_words(
 
 
 class _WordSplitter:
+    """Lines -> their words after BasicTokenizer (`GraphTokenizer.basic_tokenize`)."""
+
     def __init__(self, do_lower_case: bool, strip_accents: bool):
         # GraphTokenizer needs a vocab for its wordpiece step; the words only use the tables.
-
         with tempfile.TemporaryDirectory() as tmp:
             vocab = os.path.join(tmp, "vocab.txt")
             with open(vocab, "w", encoding="utf-8") as f:
-                f.write("[UNK]\n")
+                f.write(UNK + "\n")
             self._tokenizer = GraphTokenizer(vocab, do_lower_case, strip_accents)
 
     def __call__(self, lines: list[bytes]) -> list[bytes]:

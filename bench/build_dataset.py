@@ -1,14 +1,16 @@
-"""Throughput of building pretraining TFRecords: tensorflow-text tokenizer (1 and 2 processes) vs pure Python.
+"""Throughput of building pretraining TFRecords: tensorflow-text tokenizer (1 and 2 processes) vs
+pure Python.
 
 python bench/build_dataset.py [--corpus=data/corpus/enwiki_sample.txt] [--max_seq_length=128]
 
-All runs do the same work (`electra_tf.pretraining_data.build_dataset`: tokenize, ExampleBuilder, serialize,
-write TFRecords) on the corpus split at document boundaries into 2 files (so that 2 processes both have work);
-the baseline uses the pure-Python `ReferenceTokenizer`. tokens/s counts the corpus's WordPiece tokens per
-second of wall time, including the tokenizer's set-up in each process but not the Python/TensorFlow import.
-The *_steady runs time one process's pipeline after its tokenizer is set up (what matters on a large corpus).
-CPU seconds (this process and its children) are printed too: on a shared machine they vary less than wall
-time. Prints one JSON line, then a table.
+All runs do the same work (`electra_tf.pretraining_data.build_dataset`: tokenize, ExampleBuilder,
+serialize, write TFRecords) on the corpus split at document boundaries into 2 files (so that 2
+processes both have work); the baseline uses the pure-Python `ReferenceTokenizer`. tokens/s counts
+the corpus's WordPiece tokens per second of wall time, including the tokenizer's set-up in each
+process but not the Python/TensorFlow import. The *_steady runs time one process's pipeline after
+its tokenizer is set up (what matters on a large corpus). CPU seconds (this process and its
+children) are printed too: on a shared machine they vary less than wall time. Prints one JSON
+line, then a table.
 """
 
 import json

@@ -39,7 +39,7 @@ flags.DEFINE_float("required_ratio", 10.0, "Exit 1 if the ratio is below this.")
 flags.DEFINE_bool("json_only", False, "Print only the JSON line.")
 
 
-def measure_pipeline(files, tf, pretraining_data):
+def measure_pipeline(files, pretraining_data):
     ds = pretraining_data.pretraining_dataset(
         files, FLAGS.seq_len, FLAGS.batch_size, is_training=True, seed=0
     )
@@ -88,9 +88,9 @@ def main(_):
         verbose=False,
     )
     files = pretraining_data.check_tfrecords(
-        os.path.join(out_dir, "pretrain_data.tfrecord*"), FLAGS.seq_len
+        os.path.join(out_dir, pretraining_data.TFRECORD_PREFIX + "*"), FLAGS.seq_len
     )
-    pipe = measure_pipeline(files, tf, pretraining_data)
+    pipe = measure_pipeline(files, pretraining_data)
     step = FLAGS.step_seq_per_s if FLAGS.step_seq_per_s else measure_step()
     ratio = pipe / step
     res = {

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import build_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +36,7 @@ def test_specials_first_and_cased(tmp_path):
     assert "The" in vocab and "F" in vocab and "Ü" in vocab  # case and accents kept
 
 
+@pytest.mark.slow
 def test_cli_writes_file_and_reports_missing_corpus(tmp_path):
     _corpus(tmp_path)
     out = tmp_path / "out" / "vocab.txt"

@@ -1,4 +1,5 @@
-"""ExampleBuilder (hand-derived examples with scripted random draws), TFRecords, tf.data input, checks, CLI."""
+"""ExampleBuilder (hand-derived examples with scripted random draws), TFRecords, tf.data input,
+checks, CLI."""
 
 import hashlib
 import json
@@ -171,7 +172,7 @@ def test_fast_serializer_matches_protobuf(tokenizer):
     assert tf.train.Example.FromString(fast) == pd.make_tf_example(example)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Building, reading and checking TFRecords
 
 
@@ -375,7 +376,7 @@ def test_check_dataset_info(built, tmp_path, vocab_file):
     )  # no info: nothing to check
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Command line
 
 
@@ -390,6 +391,7 @@ def run_cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_cli_builds_with_two_processes_then_refuses_to_overwrite(tmp_path, vocab_file):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -415,6 +417,7 @@ def test_cli_builds_with_two_processes_then_refuses_to_overwrite(tmp_path, vocab
     assert shard.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_cli_missing_corpus(tmp_path, vocab_file):
     result = run_cli(
         f"--corpus_dir={tmp_path}/nope", f"--vocab_file={vocab_file}", "--output_dir=x"

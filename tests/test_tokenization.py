@@ -4,13 +4,12 @@ import os
 import random
 import subprocess
 import sys
-import unicodedata
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from electra_tf import tokenization
+from electra_tf.errors import UserError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(ROOT, "data", "vocab", "vocab.txt")
@@ -86,7 +85,7 @@ def test_methods(uncased):
 
 def test_graph_tokenizer_in_tf_function(uncased, reference):
     # FullTokenizer runs the same computation eagerly; the traced graph must agree too.
-    graph = uncased.make_graph_tokenizer()
+    graph = uncased.graph_tokenizer
     texts = [t for t in NASTY if t.isascii() or "\ud800" not in t] + [c[0] for c in UNCASED_CASES]
     assert graph.tokenize(tf.constant(texts)).to_list() == reference.tokenize_to_ids(texts)
 
@@ -99,7 +98,7 @@ def test_graph_tokenizer_in_tf_function(uncased, reference):
 
 
 def test_graph_tokenizer_saved_model(uncased, tmp_path):
-    graph = uncased.make_graph_tokenizer()
+    graph = uncased.graph_tokenizer
     tf.saved_model.save(graph, str(tmp_path / "tok"))
     assert (tmp_path / "tok" / "assets" / "vocab.txt").exists()
     loaded = tf.saved_model.load(str(tmp_path / "tok"))
@@ -166,61 +165,6 @@ def test_ascii_fast_path_matches_reference(tokenizers, lower, strip):
     assert full.tokenize_to_ids(mixed) == ref.tokenize_to_ids(mixed)
 
 
-def test_tables_match_char_expansion():
-    # The bulk (numpy/map) table construction against `_char_expansion`/`_sigma_class` applied to
-    # every code point one by one (the definition), for the uncased setting.
-    tables = tokenization._load_tables(True, True)
-    kept_values, kept_splits = tables["kept_values"], tables["kept_splits"]
-    fast_values, fast_splits = tables["fast_values"], tables["fast_splits"]
-    kept_rows = [tuple(kept_values[a:b]) for a, b in zip(kept_splits[:-1], kept_splits[1:])]
-    fast_rows = [tuple(fast_values[a:b]) for a, b in zip(fast_splits[:-1], fast_splits[1:])]
-    row_index, flags, props = (tables[k].tolist() for k in ("row_index", "flags", "props"))
-    for cp in range(tokenization._NUM_CODEPOINTS):
-        char = chr(cp)
-        category = unicodedata.category(char)
-        assert props[cp] == unicodedata.combining(char) | ((category == "Mn") << 8), hex(cp)
-        if category[0] == "C" and cp not in (9, 10, 13):
-            assert (row_index[cp], flags[cp]) == (tokenization._ROW_DROP, 2), hex(cp)
-            continue
-        out = tokenization._char_expansion(char, True, True)
-        row = row_index[cp]
-        expected = tuple(map(ord, out))
-        assert tuple(cp if v == -1 else v for v in kept_rows[row]) == expected, hex(cp)
-        expected = tuple(v for v in expected if unicodedata.category(chr(v)) != "Mn")
-        assert tuple(cp if v == -1 else v for v in fast_rows[row]) == expected, hex(cp)
-        sigma = tokenization._sigma_class(char) if out != " " else 0
-        mark = any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in out)
-        assert flags[cp] == sigma | (4 * mark), hex(cp)
-
-
-def test_disk_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(tokenization.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(tokenization, "_TABLE_CACHE", {})
-    monkeypatch.setattr(tokenization, "_MODEL_CACHE", {})
-    built = tokenization._load_tables(False, False)
-    (table_file,) = (tmp_path / "cache").glob("tokenization_tables-*.npz")
-    tokenization._TABLE_CACHE.clear()
-    loaded = tokenization._load_tables(False, False)  # from the file
-    assert all(np.array_equal(built[k], loaded[k]) for k in built)
-    table_file.write_bytes(table_file.read_bytes()[:1000])  # truncated: rebuilt and rewritten
-    tokenization._TABLE_CACHE.clear()
-    rebuilt = tokenization._load_tables(False, False)
-    assert all(np.array_equal(built[k], rebuilt[k]) for k in built)
-    assert table_file.stat().st_size > 1000
-    tok = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
-    assert tok.tokenize_to_ids(["Hello hello", "héllo"]) == [[100, 7592], [100]]
-    model_files = sorted((tmp_path / "cache").glob("wordpiece_model-*.bin"))
-    assert len(model_files) == 2  # the ASCII path's and the general path's
-    for path in model_files:
-        path.write_bytes(b"\0" * 64)  # bad checksum: rebuilt
-    tokenization._MODEL_CACHE.clear()
-    tok = tokenization.FullTokenizer(VOCAB, do_lower_case=False)
-    assert tok.tokenize_to_ids(["Hello hello", "héllo"]) == [[100, 7592], [100]]
-    assert all(path.stat().st_size > 64 for path in model_files)
-    monkeypatch.setenv(tokenization.CACHE_DIR_ENV, "")  # disabled
-    assert tokenization.cache_dir() is None
-
-
 def test_odd_vocab(tmp_path):
     # Empty lines, duplicates, "##" and tokens with spaces get unmatchable placeholders.
     lines = open(VOCAB, encoding="utf-8").read().splitlines()[:3000]
@@ -233,10 +177,11 @@ def test_odd_vocab(tmp_path):
 
 
 def test_missing_vocab_is_a_user_error(tmp_path):
-    with pytest.raises(tokenization.UserError, match="vocab file not found"):
+    with pytest.raises(UserError, match="vocab file not found"):
         tokenization.FullTokenizer(str(tmp_path / "nope.txt"))
 
 
+@pytest.mark.slow
 def test_cli(tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("Hello, World!\n\nCafé 一\n", encoding="utf-8")

@@ -1,0 +1,94 @@
+"""Reading a dataset: its TFRecord files, the tf.data input pipeline, and plain iteration."""
+
+import os
+from collections.abc import Iterable, Sequence
+
+import tensorflow as tf
+
+from electra_tf.errors import UserError
+from electra_tf.pretraining_data.encoding import FEATURE_NAMES
+from electra_tf.pretraining_data.layout import TFRECORD_PREFIX
+
+
+def expand_file_patterns(file_patterns: str | Sequence[str]) -> list:
+    """Comma-separated globs (or a list; a directory means its pretrain_data.tfrecord*) -> sorted
+    files."""
+    patterns = file_patterns.split(",") if isinstance(file_patterns, str) else list(file_patterns)
+    files: list = []
+    for pattern in (p.strip() for p in patterns):
+        if not pattern:
+            continue
+        if tf.io.gfile.isdir(pattern):
+            pattern = os.path.join(pattern, TFRECORD_PREFIX + "*")
+        matches = tf.io.gfile.glob(pattern)
+        if not matches:
+            raise UserError(f"no pretraining TFRecords match {pattern}")
+        files.extend(matches)
+    if not files:
+        raise UserError(f"no pretraining TFRecords match {file_patterns!r}")
+    return sorted(set(files))
+
+
+def pretraining_dataset(
+    file_patterns: str | Sequence[str],
+    max_seq_length: int,
+    batch_size: int,
+    is_training: bool,
+    input_context: tf.distribute.InputContext | None = None,
+    seed: int | None = None,
+    num_cpu_threads: int = 4,
+    shuffle_buffer_size: int = 100,
+) -> tf.data.Dataset:
+    """The pretraining input pipeline of the original, as a tf.data.Dataset.
+
+    Files (comma-separated globs, a list, or a directory) are sharded over `input_context`'s input
+    pipelines (by file; by record when there are fewer files than pipelines). For training:
+    repeat, shuffle the files, interleave `cycle_length=min(num_cpu_threads, n_files)` files
+    (deterministic when `seed` is given), shuffle records (`shuffle_buffer_size`). For evaluation:
+    one pass in file order, no shuffling. Then parse, batch `batch_size` (per input pipeline,
+    drop_remainder) and prefetch.
+
+    Returns:
+        A dataset of dicts {input_ids, input_mask, segment_ids}, int32 [batch_size, max_seq_length].
+    """
+    files = expand_file_patterns(file_patterns)
+    num_pipelines = input_context.num_input_pipelines if input_context is not None else 1
+    pipeline_id = input_context.input_pipeline_id if input_context is not None else 0
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+    if shard_files:
+        files = files[pipeline_id::num_pipelines]
+
+    d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+    if is_training:
+        d = d.repeat()
+        d = d.shuffle(buffer_size=len(files), seed=seed)
+    d = d.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(num_cpu_threads, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=(not is_training) or seed is not None,
+    )
+    if num_pipelines > 1 and not shard_files:
+        d = d.shard(num_pipelines, pipeline_id)
+    if is_training:
+        d = d.shuffle(buffer_size=shuffle_buffer_size, seed=seed)
+
+    name_to_features = {
+        name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURE_NAMES
+    }
+
+    def parse(records: tf.Tensor) -> dict:
+        parsed = tf.io.parse_example(records, name_to_features)
+        return {name: tf.cast(parsed[name], tf.int32) for name in FEATURE_NAMES}
+
+    d = d.batch(batch_size, drop_remainder=True)
+    d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+def iter_examples(files: str | Sequence[str]) -> Iterable[dict]:
+    """Every record of the files in order, as dicts of int lists (for tests and inspection)."""
+    for path in expand_file_patterns(files):
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            feature = tf.train.Example.FromString(record).features.feature
+            yield {name: list(feature[name].int64_list.value) for name in feature}
