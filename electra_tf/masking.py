@@ -181,22 +181,13 @@ def mask_inputs(
     )
 
 
-def gumbel_sample(
-    logits: tf.Tensor,
-    key: tf.Tensor,
-    example_ids: tf.Tensor,
-    temperature: float = 1.0,
-    disallow_ids: Optional[tf.Tensor] = None,
-) -> tf.Tensor:
+def gumbel_sample(logits: tf.Tensor, key: tf.Tensor, example_ids: tf.Tensor) -> tf.Tensor:
     """Gumbel-max sample (an exact categorical draw) from logits [B, N, V], in float32.
 
-    `disallow_ids` [B, N] get -1000 on their logit (the original's `disallow_correct`). Returns
-    int32 ids [B, N], with no gradient.
+    The logits are the sampling distribution as is (temperature and disallowed tokens are the
+    pretrainer's `sampling_logits`). Returns int32 ids [B, N], with no gradient.
     """
-    logits = tf.cast(logits, tf.float32) / temperature
-    vocab = logits.shape[-1] or tf.shape(logits)[-1]
-    if disallow_ids is not None:
-        logits -= 1000.0 * tf.one_hot(disallow_ids, vocab, dtype=tf.float32)
+    logits = tf.cast(logits, tf.float32)
     inner = [logits.shape[1], logits.shape[2]]
     u = counter_uniform(key, example_counters(example_ids, inner))
     gumbel = -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)

@@ -174,3 +174,31 @@ def test_mixed_precision_keeps_sampling_softmax_layernorm_and_losses_in_float32(
         assert dtypes(op_type) <= {tf.float32}, (op_type, dtypes(op_type))
     argmax_inputs = {o.inputs[0].dtype for o in ops if o.type == "ArgMax"}
     assert argmax_inputs == {tf.float32}
+
+
+def test_sampling_logits_apply_temperature_and_disallow_correct(tiny_model):
+    from electra_tf import masking
+
+    _, model = tiny_model(temperature=0.5, disallow_correct=True)
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 200)).astype(np.float32)
+    targets = rng.integers(110, 200, (2, 3)).astype(np.int32)
+    got = model.sampling_logits(tf.constant(logits), tf.constant(targets)).numpy()
+    want = logits / 0.5
+    for b, n in np.ndindex(targets.shape):
+        want[b, n, targets[b, n]] -= 1000.0
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-4)
+    # the original token is never drawn; a cold temperature draws the argmax
+    keys = tf.range(2, dtype=tf.int32)
+    for step in range(20):
+        draws = masking.gumbel_sample(
+            tf.constant(got), masking.random_key(1, step, 1), keys
+        ).numpy()
+        assert not (draws == targets).any()
+    _, cold = tiny_model(temperature=1e-4)
+    draws = masking.gumbel_sample(
+        cold.sampling_logits(tf.constant(logits), tf.constant(targets)),
+        masking.random_key(1, 0, 1),
+        keys,
+    ).numpy()
+    np.testing.assert_array_equal(draws, logits.argmax(-1))

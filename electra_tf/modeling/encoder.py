@@ -186,7 +186,6 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
         kwargs.setdefault("name", "electra")
         super().__init__(**kwargs)
         self.config = config
-        self._owns_embeddings = embeddings is None
         self.embeddings = embeddings or Embeddings(config, dtype=self.dtype_policy)
         emb_size = self.embeddings.config.embedding_size
         self.embeddings_project = None
