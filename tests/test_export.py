@@ -14,7 +14,7 @@ from test_checkpoints import SPECIAL, VOCAB, V, original_names, write_run
 
 from electra_tf import export, loading
 from electra_tf.errors import UserError
-from electra_tf.finetune.classification import truncate_seq_pair
+from electra_tf.packing import truncate_pair
 from electra_tf.tokenization import FullTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,7 +49,7 @@ def pack(tok, a, b=None, n=MAX_LEN):
     if b is None:
         ia = ia[: n - 2]
     else:
-        truncate_seq_pair(ia, ib, n - 3)
+        truncate_pair(ia, ib, n - 3)
     ids = (
         [SPECIAL["cls"]] + ia + [SPECIAL["sep"]] + (ib + [SPECIAL["sep"]] if b is not None else [])
     )
@@ -214,11 +214,11 @@ QUESTIONS = ["who sat?", "what is it, what was it, what?", "Where is the cat?"]
 def write_finetuned(data_dir: str, tasks: list, seed: int = 0):
     """A fine-tuned model's directory as run_finetuning.py (keep_all_models) writes it, every
     weight random. Returns (model, its Task objects, the directory)."""
-    from electra_tf.configs import ModelConfig
     from electra_tf.finetune.config import FinetuningConfig
+    from electra_tf.finetune.features import full_spec
     from electra_tf.finetune.model import build_model
-    from electra_tf.finetune.runner import full_spec
-    from electra_tf.finetune.tasks import get_tasks
+    from electra_tf.finetune.registry import get_tasks
+    from electra_tf.model_config import ModelConfig
 
     os.makedirs(data_dir, exist_ok=True)
     vocab = os.path.join(data_dir, "vocab.txt")
@@ -385,7 +385,7 @@ def test_finetuned_classification_and_qa_saved_model(tmp_path):
 
 def test_finetuned_tagging_and_regression_signatures_match_keras(tmp_path):
     """The signature functions before saving (the save/load path: the test above)."""
-    from electra_tf.finetune.tagging import TaggingExample
+    from electra_tf.finetune.tagging.task import TaggingExample
 
     model, tasks, model_dir = write_finetuned(str(tmp_path / "data"), ["chunk", "sts"], seed=1)
     loaded = export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))

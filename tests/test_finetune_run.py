@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs import ModelConfig
 from electra_tf.errors import UserError
-from electra_tf.finetune.classification import ClassificationHead
+from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import build_model
 from electra_tf.finetune.runner import run_finetuning
+from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.optimization import layerwise_lr_multipliers
 
