@@ -119,6 +119,7 @@ print(sorted(m.signatures))
 """
 
 
+@pytest.mark.slow
 def test_saved_model_signatures_match_keras_and_the_tokenizer(run, tmp_path):
     run_dir, model, prefix = run
     loaded = loading.load_networks(prefix, None, "discriminator")
@@ -188,6 +189,7 @@ def cli(*args, cwd=REPO):
     )
 
 
+@pytest.mark.slow
 def test_cli_exports_original_layout_and_refuses_to_overwrite(run, tmp_path):
     run_dir, _, _ = run
     out = tmp_path / "orig"
@@ -211,13 +213,15 @@ CONTEXTS = ["The cat sat on the mat.", "", "The Cat was in the park, playing wit
 QUESTIONS = ["who sat?", "what is it, what was it, what?", "Where is the cat?"]
 
 
-def write_finetuned(data_dir: str, tasks: list, seed: int = 0):
-    """A fine-tuned model's directory as run_finetuning.py (keep_all_models) writes it, every
-    weight random. Returns (model, its Task objects, the directory)."""
+def write_finetuned(data_dir: str, tasks: list, seed: int = 0, legacy: bool = False):
+    """A fine-tuned model's directory as run_finetuning.py (keep_all_models) writes it (`legacy`:
+    as it wrote it before the config.json had a `kind`), every weight random. Returns (model, its
+    Task objects, the directory)."""
     from electra_tf.finetune.config import FinetuningConfig
     from electra_tf.finetune.features import full_spec
     from electra_tf.finetune.model import build_model
     from electra_tf.finetune.registry import get_tasks
+    from electra_tf.finetune.runner import keep_model
     from electra_tf.model_config import ModelConfig
 
     os.makedirs(data_dir, exist_ok=True)
@@ -253,6 +257,9 @@ def write_finetuned(data_dir: str, tasks: list, seed: int = 0):
     rng = np.random.default_rng(seed)
     for w in model.weights:  # biases too: no test passes by initial values
         w.assign(rng.normal(0, 0.3, w.shape).astype(np.float32))
+    if not legacy:
+        return model, task_objs, keep_model(config, model, mc, trial=1)
+    # as run_finetuning.py wrote it before config.json recorded its kind
     model_dir = os.path.join(config.pretrained_model_dir, "finetuning_models", "_".join(tasks))
     tf.train.Checkpoint(model=model).write(os.path.join(model_dir, "ckpt"))
     run = {**config.to_dict(), "model_config": mc.to_dict(), "task_names": tasks}
@@ -294,8 +301,10 @@ print(sorted(m.signatures))
 """
 
 
+@pytest.mark.slow
 def test_finetuned_classification_and_qa_saved_model(tmp_path):
     model, tasks, model_dir = write_finetuned(str(tmp_path / "data"), ["sst", "squad"])
+    assert json.load(open(os.path.join(model_dir, "config.json")))["kind"] == "finetuning"
     out = tmp_path / "saved"
     proc = cli(f"--checkpoint={model_dir}", f"--export_dir={out}")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -387,7 +396,10 @@ def test_finetuned_tagging_and_regression_signatures_match_keras(tmp_path):
     """The signature functions before saving (the save/load path: the test above)."""
     from electra_tf.finetune.tagging.task import TaggingExample
 
-    model, tasks, model_dir = write_finetuned(str(tmp_path / "data"), ["chunk", "sts"], seed=1)
+    data = str(tmp_path / "data")
+    model, tasks, model_dir = write_finetuned(data, ["chunk", "sts"], seed=1, legacy=True)
+    legacy = json.load(open(os.path.join(model_dir, "config.json")))
+    assert "kind" not in legacy and export.is_finetuning_config(f"{model_dir}/config.json")
     loaded = export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))
     module = export.FinetunedServingModule(loaded, FT_LEN)
     assert module.kinds == {"chunk": "tagging", "sts": "regression"}
