@@ -139,8 +139,8 @@ class FinetuningConfig:
     """All fine-tuning hyperparameters: `FinetuningConfig(model_name, data_dir, **hparams)`.
 
     Every flat key reads as an attribute (`config.beam_size`), the derived ones resolved
-    (`config.num_train_epochs`); the sections hold the values as given. Frozen: `replace` makes
-    a changed copy (`with_hparams`).
+    (`config.num_train_epochs`); the sections hold the values as given. Frozen: `with_hparams`
+    makes a changed copy (not `dataclasses.replace`, whose fields are the sections).
 
     Args:
         model_name: the pretrained model (DATA_DIR/models/MODEL_NAME).
