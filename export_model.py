@@ -11,8 +11,9 @@ input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair
 batches); loading it needs `import tensorflow_text`.
 
 A fine-tuned model (`run_finetuning.py` with `keep_all_models`: the `config.json` beside the
-checkpoint has `task_names`) is detected and exported with its task outputs instead (`--head`
-does not apply; `--format=saved_model` only; `--max_seq_length` defaults to the run's):
+checkpoint is of kind "finetuning", or has `task_names` if written before config.json recorded
+its kind) is detected and exported with its task outputs instead (`--head` does not apply;
+`--format=saved_model` only; `--max_seq_length` defaults to the run's):
 
     python export_model.py \
         --checkpoint=DATA_DIR/models/NAME/finetuning_models/squad_model_1 --export_dir=OUT

@@ -6,8 +6,9 @@
 Reads the pretrained checkpoint and its config.json from DATA_DIR/models/MODEL_NAME/ (or the
 `init_checkpoint` hparam), the task data from DATA_DIR/finetuning_data/TASK/, and writes
 DATA_DIR/models/MODEL_NAME/results/TASK.json (each trial's metrics and their median) and
-TASK_SPLIT_predictions.tsv. `--hparams` is a JSON object or a JSON file; the keys and their
-defaults are in electra_tf/finetune/config.py.
+TASK_SPLIT_predictions.tsv. `--hparams` is a JSON object or a JSON file; the keys (the
+original's), their types and defaults are in electra_tf/finetune/config.py. `model_size` defaults
+to the pretraining run's (its config.json).
 
 With the default flags it runs the demo: fine-tunes the demo's pretrained model on the bundled
 sentence-polarity data (SST-2 layout), copied to runs/demo/finetuning_data/sst/ if absent, in 5
@@ -19,8 +20,8 @@ import shutil
 
 from absl import app, flags
 
-from electra_tf.configs import parse_hparams, read_json
 from electra_tf.errors import UserError, run_main
+from electra_tf.hparams import parse_hparams
 
 DEMO_DATA_DIR = "runs/demo"
 DEMO_MODEL_NAME = "electra_small_demo"
@@ -50,21 +51,9 @@ def prepare_demo_data(data_dir: str, task_names) -> None:
     print(f"demo: copied {BUNDLED_SST} to {target}", flush=True)
 
 
-def with_pretrained_size(data_dir: str, model_name: str, hparams: dict) -> dict:
-    """Defaults `model_size` (hence the learning rate) to the pretraining run's, if recorded."""
-    if "model_size" in hparams:
-        return hparams
-    base = hparams.get("init_checkpoint") or os.path.join(data_dir, "models", model_name)
-    path = os.path.join(base if os.path.isdir(base) else os.path.dirname(base), "config.json")
-    if os.path.exists(path):
-        size = read_json(path).get("model_size")
-        if size in ("small", "base", "large"):
-            return {**hparams, "model_size": size}
-    return hparams
-
-
 def main() -> None:
     from electra_tf.finetune.config import FinetuningConfig
+    from electra_tf.finetune.pretrained import with_pretrained_size
     from electra_tf.finetune.runner import run_finetuning
 
     hparams = parse_hparams(FLAGS.hparams)

@@ -16,10 +16,10 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.configs import ModelConfig
 from electra_tf.errors import run_main
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.runner import run_finetuning
+from electra_tf.model_config import ModelConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS

@@ -1,4 +1,4 @@
-"""Fine-tuning readers, featurisation, scorers, config and layer-wise learning rates."""
+"""Fine-tuning readers, featurisation, scorers and the train step count."""
 
 import math
 import os
@@ -9,9 +9,11 @@ import pytest
 
 from electra_tf.errors import UserError
 from electra_tf.finetune import scorers
+from electra_tf.finetune.classification.scorer import ClassificationScorer, RegressionScorer
 from electra_tf.finetune.config import FinetuningConfig
-from electra_tf.finetune.runner import num_train_steps
-from electra_tf.finetune.tasks import TASKS, get_task
+from electra_tf.finetune.features import num_train_steps
+from electra_tf.finetune.registry import get_task
+from electra_tf.finetune.tagging import scorer as tagging_scorer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "finetune")
@@ -28,18 +30,26 @@ class FakeTokenizer:
         return [[self.vocab.setdefault(w, len(self.vocab)) for w in t.split()] for t in texts]
 
 
-def make_task(name, data_dir=None, **hparams):
-    data_dir = data_dir or os.path.dirname(DATA)
-    config = FinetuningConfig("m", data_dir, task_names=[name], **hparams)
-    config.raw_data_dir = lambda task: os.path.join(data_dir, "finetune", task)
-    config.vocab_file = VOCAB
-    return get_task(config, name, FakeTokenizer())
+@pytest.fixture(scope="module")
+def make_task(tmp_path_factory):
+    """`make_task(name, data_dir=None, **hparams)`: the task on the tests' data (a DATA_DIR
+    whose finetuning_data/ is tests/data/finetune), or on `data_dir`'s."""
+    default = tmp_path_factory.mktemp("data")
+    os.symlink(DATA, default / "finetuning_data")
+
+    def make(name, data_dir=None, **hparams):
+        config = FinetuningConfig(
+            "m", str(data_dir or default), task_names=[name], vocab_file=VOCAB, **hparams
+        )
+        return get_task(config, name, FakeTokenizer())
+
+    return make
 
 
 # -- readers: each task's real layout ---------------------------------------------------------------
 
 
-def test_cola_no_header_four_columns():
+def test_cola_no_header_four_columns(make_task):
     ex = make_task("cola").get_examples("train")
     assert len(ex) == 5 and ex[0].eid == 0 and ex[4].eid == 4
     assert ex[2].text_a == "They drank the pub." and ex[2].label == "0" and ex[2].text_b is None
@@ -47,7 +57,7 @@ def test_cola_no_header_four_columns():
     assert [e.eid for e in test] == [0, 1] and test[1].text_a.startswith("The car honked")
 
 
-def test_sst_and_test_split_dummy_label():
+def test_sst_and_test_split_dummy_label(make_task):
     ex = make_task("sst").get_examples("train")
     assert [e.label for e in ex] == ["1", "0", "1", "1", "0"] and ex[1].eid == 1
     assert ex[1].text_a.strip() == "unflinchingly bleak and desperate"
@@ -55,7 +65,7 @@ def test_sst_and_test_split_dummy_label():
     assert test[0].text_a == "uneasy mishmash of styles and genres ." and test[0].label == "0"
 
 
-def test_mrpc_pairs_and_double_unordered():
+def test_mrpc_pairs_and_double_unordered(make_task):
     ex = make_task("mrpc").get_examples("train")
     assert len(ex) == 6  # 3 rows + their swapped copies
     assert ex[0].label == "1" and ex[0].text_a.startswith("Amrozi accused")
@@ -64,7 +74,7 @@ def test_mrpc_pairs_and_double_unordered():
     assert len(make_task("mrpc", double_unordered=False).get_examples("train")) == 3
 
 
-def test_sts_regression_columns_from_the_end():
+def test_sts_regression_columns_from_the_end(make_task):
     task = make_task("sts")
     ex = task.get_examples("dev")
     assert [e.label for e in ex] == [5.0, 3.8, 3.8, 2.6, 4.25]
@@ -79,7 +89,7 @@ def test_sts_regression_columns_from_the_end():
     np.testing.assert_allclose(feats["sts_targets"], [1.0, 0.76, 0.76, 0.52, 0.85], rtol=1e-6)
 
 
-def test_qqp_mnli_qnli_rte_wnli():
+def test_qqp_mnli_qnli_rte_wnli(make_task):
     qqp = make_task("qqp").get_examples("train")
     assert qqp[1].text_a == "How do I control my horny emotions?" and qqp[1].label == "1"
     assert make_task("qqp").get_examples("test")[0].text_b.startswith("Find the remainder")
@@ -98,7 +108,7 @@ def test_qqp_mnli_qnli_rte_wnli():
     assert [e.label for e in make_task("wnli").get_examples("train")] == ["1", "1", "0"]
 
 
-def test_pair_featurization_layout_and_truncation():
+def test_pair_featurization_layout_and_truncation(make_task):
     task = make_task("rte", max_seq_length=12)
     tok = task.tokenizer
     ex = task.get_examples("train")[:1]
@@ -115,7 +125,7 @@ def test_pair_featurization_layout_and_truncation():
     assert f["rte_label_ids"][0] == 1 and f["rte_eid"][0] == 0
 
 
-def test_chunk_reader_and_featurization():
+def test_chunk_reader_and_featurization(make_task):
     task = make_task("chunk", max_seq_length=16)
     ex = task.get_examples("train")
     assert len(ex) == 2 and ex[1].eid == 1
@@ -142,7 +152,7 @@ def test_chunk_reader_and_featurization():
     assert int(short["chunk_labels_mask"][0].sum()) == 13 and short["input_ids"][0, 14] == 3
 
 
-def test_ner_docstart_and_case():
+def test_ner_docstart_and_case(make_task):
     task = make_task("ner", do_lower_case=False)
     ex = task.get_examples("train")
     assert [len(e.words) for e in ex] == [9, 2, 2]
@@ -156,7 +166,7 @@ def test_ner_docstart_and_case():
 
 @pytest.fixture
 def scratch(tmp_path):
-    shutil.copytree(DATA, tmp_path / "finetune")
+    shutil.copytree(DATA, tmp_path / "finetuning_data")
     return tmp_path
 
 
@@ -165,8 +175,8 @@ def _write(path, text):
         f.write(text)
 
 
-def test_reader_errors_name_file_and_line(scratch):
-    d = scratch / "finetune"
+def test_reader_errors_name_file_and_line(scratch, make_task):
+    d = scratch / "finetuning_data"
     _write(d / "sst" / "train.tsv", "sentence\tlabel\ngood film\t1\nno label here\n")
     with pytest.raises(UserError, match=r"sst/train\.tsv:3: expected at least 2 tab-separated"):
         make_task("sst", str(scratch)).get_examples("train")
@@ -187,45 +197,6 @@ def test_reader_errors_name_file_and_line(scratch):
     _write(d / "ner" / "dev.txt", "Paris NNP B-NP X-LOC\n")
     with pytest.raises(UserError, match=r"ner/dev\.txt:1: unknown tag 'X-LOC'"):
         make_task("ner", str(scratch)).get_examples("dev")
-
-
-def test_config_defaults_and_unknown_keys():
-    small = FinetuningConfig("m", "d", task_names=["sst"])
-    assert (small.learning_rate, small.layerwise_lr_decay, small.num_train_epochs) == (
-        3e-4,
-        0.8,
-        3.0,
-    )
-    assert (small.max_seq_length, small.train_batch_size, small.warmup_proportion) == (128, 32, 0.1)
-    base = FinetuningConfig("m", "d", task_names=["rte"], model_size="base")
-    assert (base.learning_rate, base.num_train_epochs) == (1e-4, 10.0)
-    large = FinetuningConfig("m", "d", task_names=["sts"], model_size="large", learning_rate=1e-5)
-    assert (large.learning_rate, large.layerwise_lr_decay, large.num_train_epochs) == (
-        1e-5,
-        0.9,
-        10.0,
-    )
-    assert FinetuningConfig("m", "d", task_names=["chunk"]).max_seq_length == 256
-    assert FinetuningConfig("m", "d").init_checkpoint == os.path.join("d", "models", "m")
-    with pytest.raises(
-        UserError, match="unknown hparam.*learning_rat.*valid keys: .*layerwise_lr_decay"
-    ):
-        FinetuningConfig("m", "d", learning_rat=1e-4)
-    with pytest.raises(UserError, match="unknown task 'glue'"):
-        get_task(FinetuningConfig("m", "d", task_names=["glue"]), "glue", FakeTokenizer())
-    assert {
-        "cola",
-        "sst",
-        "mrpc",
-        "sts",
-        "qqp",
-        "mnli",
-        "qnli",
-        "rte",
-        "wnli",
-        "chunk",
-        "ner",
-    } <= set(TASKS)
 
 
 def test_train_steps_as_the_original():
@@ -265,7 +236,7 @@ def test_f1_and_accuracy():
     preds = [1, 0, 1, 0, 1]  # tp 2, fp 1, fn 1 -> F1 = 4/6
     assert scorers.binary_f1(labels, preds) == pytest.approx(2 / 3)
     assert scorers.accuracy(labels, preds) == pytest.approx(0.6)
-    s = scorers.ClassificationScorer(["0", "1"], ("accuracy", "f1"))
+    s = ClassificationScorer(["0", "1"], ("accuracy", "f1"))
     s.update(
         {
             "label_ids": np.array(labels),
@@ -284,17 +255,17 @@ def test_f1_and_accuracy():
 
 
 def test_spans_and_span_f1_with_partial_overlaps():
-    assert scorers.get_span_labels(["B-NP", "I-NP", "O", "B-VP", "B-NP", "I-NP"]) == [
+    assert tagging_scorer.get_span_labels(["B-NP", "I-NP", "O", "B-VP", "B-NP", "I-NP"]) == [
         (0, 1, "NP"),
         (3, 3, "VP"),
         (4, 5, "NP"),
     ]
     # IOB1 (CoNLL-2003): I- after O starts a span
-    assert scorers.get_span_labels(["I-PER", "I-PER", "O", "I-LOC"]) == [
+    assert tagging_scorer.get_span_labels(["I-PER", "I-PER", "O", "I-LOC"]) == [
         (0, 1, "PER"),
         (3, 3, "LOC"),
     ]
-    assert scorers.get_tags([(0, 1, "NP"), (3, 3, "VP")], 5, "BIOES") == [
+    assert tagging_scorer.get_tags([(0, 1, "NP"), (3, 3, "VP")], 5, "BIOES") == [
         "B-NP",
         "E-NP",
         "O",
@@ -305,13 +276,13 @@ def test_spans_and_span_f1_with_partial_overlaps():
     # sentence 1: gold NP(0,2) VP(4,4); pred NP(0,1) [partial, wrong] + VP(4,4) [right]
     # sentence 2: gold PP(0,0) NP(1,2); pred PP(0,0) [right] NP(1,1) [partial] NP(2,2) [extra]
     pred = [["B-NP", "I-NP", "O", "O", "S-VP"], ["S-PP", "S-NP", "S-NP"]]
-    p, r, f1 = scorers.span_prf(gold, pred)
+    p, r, f1 = tagging_scorer.span_prf(gold, pred)
     assert (p, r) == pytest.approx((2 / 5, 2 / 4))
     assert f1 == pytest.approx(2 * 0.4 * 0.5 / 0.9)
 
 
 def test_regression_scorer_scale():
-    s = scorers.RegressionScorer()
+    s = RegressionScorer()
     s.update(
         {
             "targets": np.array([0.2, 0.4, 1.0]),

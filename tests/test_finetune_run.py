@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs import ModelConfig
 from electra_tf.errors import UserError
-from electra_tf.finetune.classification import ClassificationHead
+from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import build_model
 from electra_tf.finetune.runner import run_finetuning
+from electra_tf.finetune.tagging.scorer import span_prf
+from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.optimization import layerwise_lr_multipliers
 
@@ -143,8 +144,6 @@ def test_end_to_end_multitask(run_dir, capsys):
     )
     assert "always answering 1 scores 66.67" in log
     assert "majority_class" not in json.loads(read(os.path.join(results, "sts.json")))
-    acc = sst["trials"][0]["dev"]["accuracy"]
-    assert acc in (0.0, 100 / 3, 200 / 3, 100.0) or abs(acc * 3 / 100 - round(acc * 3 / 100)) < 1e-6
     assert set(json.loads(read(os.path.join(results, "sts.json")))["median"]["dev"]) == {
         "pearson",
         "spearman",
@@ -156,6 +155,13 @@ def test_end_to_end_multitask(run_dir, capsys):
     lines = read(os.path.join(results, "sst_dev_predictions.tsv")).splitlines()
     assert lines[0] == "id\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["0", "1", "2"]
     assert all(l.split("\t")[1] in ("0", "1") for l in lines[1:])
+    # the reported accuracy and predicted counts, recomputed from the TSV and the dev labels
+    predicted = [l.split("\t")[1] for l in lines[1:]]
+    dev_rows = read(os.path.join(d, "finetuning_data", "sst", "dev.tsv")).splitlines()[1:]
+    labels = [r.split("\t")[1] for r in dev_rows]
+    right = sum(p == g for p, g in zip(predicted, labels))
+    assert sst["trials"][0]["dev"]["accuracy"] == pytest.approx(100.0 * right / 3)
+    assert counts["dev"]["predicted"] == {k: predicted.count(k) for k in ("0", "1")}
     # STS predictions are written on the data's 0-5 scale; the reported mse is on the model's
     # label/5 scale: recompute it from the TSV and the dev file's gold scores (last column)
     sts = read(os.path.join(results, "sts_dev_predictions.tsv")).splitlines()[1:]
@@ -169,6 +175,18 @@ def test_end_to_end_multitask(run_dir, capsys):
     assert len(read(os.path.join(results, "sst_test_predictions.tsv")).splitlines()) == 3
     chunk = read(os.path.join(results, "chunk_dev_predictions.tsv")).splitlines()
     assert chunk[1].split("\t")[0] == "0" and len(chunk[1].split("\t")[1].split(" ")) == 10
+    # the reported span F1, recomputed from the TSV (BIO tags) and the dev file's tags
+    gold_tags, sentence = [], []
+    for line in read(os.path.join(d, "finetuning_data", "chunk", "dev.txt")).splitlines() + [""]:
+        if line.split():
+            sentence.append(line.split()[-1])
+        elif sentence:
+            gold_tags.append(sentence)
+            sentence = []
+    pred_tags = [l.split("\t")[1].split(" ") for l in chunk[1:]]
+    assert len(pred_tags) == len(gold_tags) and pred_tags
+    f1 = 100.0 * span_prf(gold_tags, pred_tags)[2]
+    assert out["chunk"]["trials"][0]["dev"]["f1"] == pytest.approx(f1)
     assert not os.path.exists(os.path.join(results, "chunk_test_predictions.tsv"))
 
 
@@ -194,9 +212,12 @@ def test_random_init_is_the_no_pretraining_baseline(run_dir, capsys):
     assert os.path.exists(os.path.join(d, "models", "tiny", "results_random_init", "sst.json"))
     assert (read(results) if os.path.exists(results) else None) == before
     # the kept (untrained) model has the tiny config's shapes but not the pretrained weights
-    saved = os.path.join(
-        d, "models", "tiny", "finetuning_models", "sst_model_1_random_init", "ckpt"
-    )
+    kept = os.path.join(d, "models", "tiny", "finetuning_models", "sst_model_1_random_init")
+    saved = os.path.join(kept, "ckpt")
+    recorded = json.loads(read(os.path.join(kept, "config.json")))
+    assert recorded["kind"] == "finetuning" and recorded["task_names"] == ["sst"]
+    assert recorded["model_config"] == tiny_config().to_dict() and recorded["random_init"]
+    assert read(os.path.join(kept, "vocab.txt")) == read(os.path.join(d, "vocab.txt"))
     model, _ = build_model(tiny_config(), [ClassificationHead("sst", 2, name="sst")], dummy_batch())
     tf.train.Checkpoint(model=model).read(saved).expect_partial()
     pairs = list(zip(enc.weights, model.encoder.weights))
@@ -221,6 +242,7 @@ def test_bad_data_keeps_earlier_results(run_dir):
     assert read(results) == before
 
 
+@pytest.mark.slow
 def test_cli_unknown_hparam_is_one_line(tmp_path):
     proc = subprocess.run(
         [

@@ -6,7 +6,9 @@ import os
 import pytest
 
 from electra_tf.errors import UserError
-from electra_tf.finetune import qa_data, qa_metrics
+from electra_tf.finetune.qa import features as qa_features
+from electra_tf.finetune.qa import metrics as qa_metrics
+from electra_tf.finetune.qa import reader as qa_reader
 from electra_tf.tokenization import ReferenceTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,7 +34,7 @@ def _gold(path):
 
 def test_split_context_whitespace_and_offsets():
     text = "Café\u202fMüller  is\ta\npiece."
-    words, offsets = qa_data.split_context(text)
+    words, offsets = qa_reader.split_context(text)
     assert words == ["Café", "Müller", "is", "a", "piece."]
     assert len(offsets) == len(text)
     assert offsets[text.index("M")] == 1
@@ -44,7 +46,7 @@ def test_split_context_whitespace_and_offsets():
 
 def test_read_squad_v2_train(tokenizer):
     path = os.path.join(DATA, "squad_v2_train.json")
-    examples = qa_data.read_squad_examples(path, "train", "squad", v2=True)
+    examples = qa_reader.read_squad_examples(path, "train", "squad", v2=True)
     assert len(examples) == 21
     assert [e.eid for e in examples] == list(range(21))
     impossible = [e.qas_id for e in examples if e.is_impossible]
@@ -53,15 +55,15 @@ def test_read_squad_v2_train(tokenizer):
     assert n4.doc_tokens[n4.start_position] == "Rollo,"
     assert n4.start_position == n4.end_position
     # dev split: no answers parsed
-    dev = qa_data.read_squad_examples(path, "dev", "squad", v2=True)
+    dev = qa_reader.read_squad_examples(path, "dev", "squad", v2=True)
     assert all(e.start_position is None and not e.is_impossible for e in dev)
 
 
 @pytest.mark.parametrize("max_seq_length,doc_stride", [(32, 8), (48, 16), (384, 128)])
 def test_featurize_round_trip_across_windows(tokenizer, max_seq_length, doc_stride):
     path = os.path.join(DATA, "squad_v2_train.json")
-    examples = qa_data.read_squad_examples(path, "train", "squad", v2=True)
-    features = qa_data.featurize_examples(
+    examples = qa_reader.read_squad_examples(path, "train", "squad", v2=True)
+    features = qa_features.featurize_examples(
         examples, tokenizer, True, max_seq_length=max_seq_length, doc_stride=doc_stride
     )
     by_example = {}
@@ -90,7 +92,7 @@ def test_featurize_round_trip_across_windows(tokenizer, max_seq_length, doc_stri
         assert hits, ex.qas_id
         # windows without the answer target [CLS] and stay "answerable"
         assert all(not f.is_impossible for f in feats)
-        want = " ".join(qa_data.split_context(ex.orig_answer_text)[0])
+        want = " ".join(qa_reader.split_context(ex.orig_answer_text)[0])
         for f in hits:
             got = qa_metrics.feature_text(f, ex, f.start_position, f.end_position, True)
             assert got == want, (ex.qas_id, got, want)
@@ -98,9 +100,9 @@ def test_featurize_round_trip_across_windows(tokenizer, max_seq_length, doc_stri
 
 def test_windows_and_max_context(tokenizer):
     words = " ".join(f"w{i}" for i in range(30))  # each word -> 'w' '##N': 60 sub-tokens
-    ex = qa_data.QAExample("squad", 0, "x", None, "q", words.split())
-    cache = qa_data.SubTokenCache(tokenizer)
-    feats = qa_data.featurize_example(
+    ex = qa_reader.QAExample("squad", 0, "x", None, "q", words.split())
+    cache = qa_features.SubTokenCache(tokenizer)
+    feats = qa_features.featurize_example(
         ex, 0, cache, tokenizer.convert_tokens_to_ids, False, max_seq_length=24, doc_stride=8
     )
     q = len(tokenizer.tokenize("q"))
@@ -121,7 +123,7 @@ def test_windows_and_max_context(tokenizer):
     # the rule by hand: token 10 sits in windows starting 0 (left 10, right 2) and 8 (2, 10) ->
     # tie on min, then 0.01 * length decides; both spans full -> first one wins
     spans = [(s, min(span, n_sub - s)) for s in starts]
-    assert qa_data.check_is_max_context(spans, 0, 6) and not qa_data.check_is_max_context(
+    assert qa_features.check_is_max_context(spans, 0, 6) and not qa_features.check_is_max_context(
         spans, 1, 6
     )
 
@@ -129,23 +131,23 @@ def test_windows_and_max_context(tokenizer):
 def test_improve_answer_span(tokenizer):
     doc = tokenizer.tokenize("The leader was John Smith (1895-1943).")
     start, end = doc.index("("), len(doc) - 1
-    s, e = qa_data.improve_answer_span(doc, start, end, tokenizer.tokenize("1895"))
+    s, e = qa_features.improve_answer_span(doc, start, end, tokenizer.tokenize("1895"))
     assert doc[s : e + 1] == ["1895"]
     # no better match: unchanged
-    assert qa_data.improve_answer_span(doc, 0, 1, ["zzz"]) == (0, 1)
+    assert qa_features.improve_answer_span(doc, 0, 1, ["zzz"]) == (0, 1)
 
 
 def test_query_truncated_to_max_query_length(tokenizer):
-    ex = qa_data.QAExample("squad", 0, "x", None, " ".join(["word"] * 100), ["a", "b"])
-    (f,) = qa_data.featurize_examples([ex], tokenizer, False, max_seq_length=128)
+    ex = qa_reader.QAExample("squad", 0, "x", None, " ".join(["word"] * 100), ["a", "b"])
+    (f,) = qa_features.featurize_examples([ex], tokenizer, False, max_seq_length=128)
     assert f.tokens.index("[SEP]") == 65
 
 
 def test_squad_v1_and_mrqa_reading(tokenizer):
-    v1 = qa_data.read_squad_examples(
+    v1 = qa_reader.read_squad_examples(
         os.path.join(DATA, "squad_v1_train.json"), "train", "squadv1", v2=False
     )
-    mrqa = qa_data.read_mrqa_examples(os.path.join(DATA, "mrqa_train.jsonl"), "train", "newsqa")
+    mrqa = qa_reader.read_mrqa_examples(os.path.join(DATA, "mrqa_train.jsonl"), "train", "newsqa")
     assert len(v1) == len(mrqa) == 19
     for a, b in zip(v1, mrqa):
         assert (a.start_position, a.end_position) == (b.start_position, b.end_position)
@@ -183,24 +185,24 @@ def test_answer_not_found_is_dropped(tmp_path):
     }
     path = tmp_path / "train.json"
     path.write_text(json.dumps(data))
-    examples = qa_data.read_squad_examples(str(path), "train", "squadv1", v2=False)
+    examples = qa_reader.read_squad_examples(str(path), "train", "squadv1", v2=False)
     assert [e.qas_id for e in examples] == ["b"] and examples[0].eid == 0
 
 
 def test_malformed_files_name_the_place():
     with pytest.raises(UserError, match=r"bad_json.json: not valid JSON \(line 3"):
-        qa_data.read_squad_examples(os.path.join(DATA, "bad_json.json"), "dev", "squad", True)
+        qa_reader.read_squad_examples(os.path.join(DATA, "bad_json.json"), "dev", "squad", True)
     with pytest.raises(
         UserError, match=r"data\[0\]\.paragraphs\[0\]\.qas\[0\]: missing key 'question'"
     ):
-        qa_data.read_squad_examples(
+        qa_reader.read_squad_examples(
             os.path.join(DATA, "missing_question.json"), "dev", "squad", True
         )
     with pytest.raises(UserError, match=r"bad_line.jsonl: line 3: not valid JSON"):
-        qa_data.read_mrqa_examples(os.path.join(DATA, "bad_line.jsonl"), "dev", "newsqa")
+        qa_reader.read_mrqa_examples(os.path.join(DATA, "bad_line.jsonl"), "dev", "newsqa")
     with pytest.raises(UserError, match="file not found"):
-        qa_data.read_squad_examples(os.path.join(DATA, "nope.json"), "dev", "squad", True)
+        qa_reader.read_squad_examples(os.path.join(DATA, "nope.json"), "dev", "squad", True)
     with pytest.raises(UserError, match="missing key 'is_impossible'"):
-        qa_data.read_squad_examples(
+        qa_reader.read_squad_examples(
             os.path.join(DATA, "squad_v1_train.json"), "train", "squad", v2=True
         )

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs import ModelConfig
-from electra_tf.finetune.qa_head import QAHead
+from electra_tf.finetune.qa.head import QAHead
+from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.encoder import TransformerEncoder
 
 B, L, H = 3, 12, 16

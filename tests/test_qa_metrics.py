@@ -5,7 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from electra_tf.finetune import qa_data, qa_metrics
+from electra_tf.finetune.qa import features as qa_features
+from electra_tf.finetune.qa import metrics as qa_metrics
+from electra_tf.finetune.qa import reader as qa_reader
 from electra_tf.tokenization import ReferenceTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -143,9 +145,9 @@ def _results_for(feature, k, picks, answerable=0.0):
 def test_decode_predictions_filters_and_null_odds():
     tok = ReferenceTokenizer(VOCAB)
     ctx = "Rollo agreed to swear fealty to King Charles III of West Francia in 911."
-    words, _ = qa_data.split_context(ctx)
-    ex = qa_data.QAExample("squad", 0, "q1", None, "Who?", words)
-    feats = qa_data.featurize_examples([ex], tok, False, max_seq_length=16, doc_stride=4)
+    words, _ = qa_reader.split_context(ctx)
+    ex = qa_reader.QAExample("squad", 0, "q1", None, "Who?", words)
+    feats = qa_features.featurize_examples([ex], tok, False, max_seq_length=16, doc_stride=4)
     assert len(feats) >= 3
     f0 = feats[0]
     q_off = f0.tokens.index("[SEP]") + 1

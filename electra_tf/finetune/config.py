@@ -1,5 +1,6 @@
-"""Fine-tuning hyperparameters: every field of the original's `configure_finetuning.py`, with
-its defaults in one place, validated on load (an unknown key is an error listing the valid keys).
+"""Fine-tuning hyperparameters: every key of the original's `configure_finetuning.py`, typed, in
+frozen sections read by `electra_tf.hparams.from_flat` (unknown keys, wrong types and values not
+among the choices are errors; the keys kept only for the original's files warn once).
 
 Differences from the original's code defaults, on purpose (the paper's Table 7 values):
   * `learning_rate` defaults by model size: 3e-4 small, 1e-4 base, 5e-5 large (the code: 1e-4
@@ -8,150 +9,271 @@ Differences from the original's code defaults, on purpose (the paper's Table 7 v
     original's decay^2 (a known quirk, kept by default to reproduce the original's results);
   * `task_names` defaults to ["sst"] so that `python run_finetuning.py` runs the demo (the
     original's default was ["chunk"]).
-`weight_decay_rate` keeps the code's 0.01 (the paper's table says 0). The TPU fields are accepted
-for compatibility with the original's hparams files and ignored.
+`weight_decay_rate` keeps the code's 0.01 (the paper's table says 0).
+
+A value left None is derived by `FinetuningConfig` (never written back into the sections):
+`num_train_epochs` and `max_seq_length` from the tasks' kinds (`registry.task_defaults`),
+`learning_rate`, `layerwise_lr_decay` and the small model's `embedding_size` from the model size,
+`init_checkpoint` from the data dir and model name.
 """
 
+import dataclasses
 import os
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
 
-from electra_tf.configs import MODEL_SIZES, reject_unknown_hparams
+from electra_tf import run_dir
 from electra_tf.errors import UserError
+from electra_tf.finetune import registry
+from electra_tf.hparams import from_flat, hparam, to_flat
+from electra_tf.model_config import MODEL_SIZES
 
-# None: resolved from the model size / tasks (see `FinetuningConfig.__init__`)
-FINETUNING_DEFAULTS: dict[str, Any] = dict(  # noqa: C408 (keyword form reads as a table)
-    # general
-    debug=False,
-    log_examples=False,
-    num_trials=1,  # trials are independent fine-tuning runs; results report each and the median
-    do_train=True,
-    do_eval=True,
-    keep_all_models=False,  # original: True (keeps every trial's fine-tuned checkpoint)
-    seed=None,  # None: nondeterministic; else trial t uses seed + t
-    # model
-    model_size="small",
-    task_names=["sst"],
-    model_hparam_overrides={},
-    embedding_size=None,  # only used without a config.json beside the checkpoint
-    vocab_size=30522,  # idem
-    do_lower_case=True,
-    # optimisation
-    learning_rate=None,  # small 3e-4, base 1e-4, large 5e-5 (paper)
-    weight_decay_rate=0.01,
-    layerwise_lr_decay=None,  # 0.8, large 0.9; <= 0 disables it
-    layerwise_lr_decay_fixed=False,  # true: top layer gets lr*decay (the original: lr*decay^2)
-    num_train_epochs=None,  # 3; rte / sts 10; QA 2
-    warmup_proportion=0.1,
-    clip_norm=1.0,
-    jit_compile=None,  # None: XLA when training runs >= 300 steps (compiling takes ~1 min)
-    # checkpoints, logging
-    save_checkpoints_steps=1000000,
-    iterations_per_loop=1000,
-    log_every_steps=10,
-    use_tfrecords_if_existing=True,  # accepted; features are built in memory
-    # outputs
-    write_test_outputs=False,
-    n_writes_test=5,
-    # sizes
-    max_seq_length=None,  # 128; chunk / ner 256; QA 512
-    train_batch_size=32,
-    eval_batch_size=32,
-    predict_batch_size=32,
-    double_unordered=True,  # MRPC and STS train sets also get each pair swapped
-    # QA
-    max_query_length=64,
-    doc_stride=128,
-    n_best_size=20,
-    max_answer_length=30,
-    answerable_classifier=True,
-    answerable_uses_start_logits=True,
-    answerable_weight=0.5,
-    joint_prediction=True,
-    beam_size=20,
-    qa_na_threshold=-2.75,
-    # paths (None: derived from data_dir and model_name)
-    init_checkpoint=None,  # a checkpoint (prefix or directory); None: DATA_DIR/models/MODEL_NAME
-    # new: true fine-tunes a randomly initialised encoder of the same config (config.json beside
+
+@dataclasses.dataclass(frozen=True)
+class GeneralHparams:
+    debug: bool = hparam(False, help="the original's debug preset (see DEBUG_PRESET)")
+    num_trials: int = hparam(1, help="independent fine-tuning runs; results report the median")
+    do_train: bool = True
+    do_eval: bool = True
+    keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
+    seed: Optional[int] = hparam(None, help="None: nondeterministic; trial t uses seed + t")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelHparams:
+    model_size: str = hparam("small", choices=tuple(MODEL_SIZES))
+    task_names: Union[list, str] = hparam(["sst"], help="a list, or names separated by commas")
+    model_hparam_overrides: dict = hparam({})
+    embedding_size: Optional[int] = hparam(None, help="only without a config.json by the model")
+    vocab_size: int = hparam(30522, help="only without a config.json by the model")
+    do_lower_case: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizationHparams:
+    learning_rate: Optional[float] = hparam(None, help="None: small 3e-4, base 1e-4, large 5e-5")
+    weight_decay_rate: float = 0.01
+    layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
+    layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
+    num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
+    warmup_proportion: float = 0.1
+    clip_norm: float = 1.0
+    jit_compile: Optional[bool] = hparam(None, help="None: XLA when training runs >= 300 steps")
+    log_every_steps: int = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class DataHparams:
+    max_seq_length: Optional[int] = hparam(None, help="None: from the tasks' kinds")
+    train_batch_size: int = 32
+    eval_batch_size: int = 32
+    double_unordered: bool = hparam(True, help="MRPC and STS train pairs also swapped")
+    write_test_outputs: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class QAHparams:
+    max_query_length: int = 64
+    doc_stride: int = 128
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    answerable_classifier: bool = True
+    answerable_uses_start_logits: bool = True
+    answerable_weight: float = 0.5
+    joint_prediction: bool = True
+    beam_size: int = 20
+    qa_na_threshold: float = -2.75
+
+
+@dataclasses.dataclass(frozen=True)
+class PathHparams:
+    init_checkpoint: Optional[str] = hparam(None, help="None: DATA_DIR/models/MODEL_NAME")
+    # new: fine-tunes a randomly initialised encoder of the same config (config.json beside
     # init_checkpoint), the no-pretraining baseline; results go to results_random_init/
-    random_init=False,
-    vocab_file=None,  # None: the model's vocab.txt, else DATA_DIR/vocab.txt
-    # TPU (ignored)
-    use_tpu=False,
-    num_tpu_cores=1,
-    tpu_job_name=None,
-    tpu_name=None,
-    tpu_zone=None,
-    gcp_project=None,
-)
+    random_init: bool = False
+    vocab_file: Optional[str] = hparam(None, help="None: the model's vocab.txt, else DATA_DIR's")
 
+
+@dataclasses.dataclass(frozen=True)
+class CompatHparams:
+    """Keys of the original's hparams files that have no effect here (features are built in
+    memory, checkpoints are kept per trial, there is no TPU loop)."""
+
+    log_examples: bool = hparam(False, compat=True)
+    save_checkpoints_steps: int = hparam(1000000, compat=True)
+    iterations_per_loop: int = hparam(1000, compat=True)
+    use_tfrecords_if_existing: bool = hparam(True, compat=True)
+    n_writes_test: int = hparam(5, compat=True)
+    predict_batch_size: int = hparam(32, compat=True)
+    use_tpu: bool = hparam(False, compat=True)
+    num_tpu_cores: int = hparam(1, compat=True)
+    tpu_job_name: Optional[str] = hparam(None, compat=True)
+    tpu_name: Optional[str] = hparam(None, compat=True)
+    tpu_zone: Optional[str] = hparam(None, compat=True)
+    gcp_project: Optional[str] = hparam(None, compat=True)
+
+
+SECTIONS = {
+    "general": GeneralHparams,
+    "model": ModelHparams,
+    "optimization": OptimizationHparams,
+    "data": DataHparams,
+    "qa": QAHparams,
+    "paths": PathHparams,
+    "compat": CompatHparams,
+}
+# the flat key -> its section's attribute name
+_SECTION_OF = {f.name: name for name, s in SECTIONS.items() for f in dataclasses.fields(s)}
+# the original's debug preset; the user's own values still win over it
+DEBUG_PRESET: dict[str, Any] = {
+    "num_trials": 1,
+    "train_batch_size": 32,
+    "num_train_epochs": 3.0,
+    "log_examples": True,
+}
 SIZE_LEARNING_RATES = {"small": 3e-4, "base": 1e-4, "large": 5e-5}
 
 
-def is_qa_task(name: str) -> bool:
-    return "squad" in name or "qa" in name
-
-
+@dataclasses.dataclass(frozen=True, init=False)
 class FinetuningConfig:
-    """All fine-tuning hyperparameters; `FinetuningConfig(model_name, data_dir, **hparams)`.
+    """All fine-tuning hyperparameters: `FinetuningConfig(model_name, data_dir, **hparams)`.
+
+    Every flat key reads as an attribute (`config.beam_size`), the derived ones resolved
+    (`config.num_train_epochs`); the sections hold the values as given. Frozen: `with_hparams`
+    makes a changed copy (not `dataclasses.replace`, whose fields are the sections).
+
+    Args:
+        model_name: the pretrained model (DATA_DIR/models/MODEL_NAME).
+        data_dir: where the data, models and results live.
+        **hparams: the original's flat keys; each one set here counts as the user's (a
+            compatibility-only key warns once).
 
     Example:
-        config = FinetuningConfig("electra_small", "runs/demo", task_names=["rte"])
-        config.num_train_epochs  # 10.0
+        >>> config = FinetuningConfig("electra_small", "runs/demo", task_names=["rte"])
+        >>> config.num_train_epochs, config.max_seq_length
+        (10.0, 128)
     """
 
-    def __init__(self, model_name: str, data_dir: str, **hparams):
-        self.model_name = model_name
-        self.data_dir = data_dir
-        reject_unknown_hparams(hparams, FINETUNING_DEFAULTS)
-        values = dict(FINETUNING_DEFAULTS)
-        values["model_hparam_overrides"] = {}
-        values.update(hparams)
-        task_names = values["task_names"]
-        if isinstance(task_names, str):
-            task_names = [t for t in task_names.split(",") if t]
-        if not task_names:
+    model_name: str
+    data_dir: str
+    general: GeneralHparams
+    model: ModelHparams
+    optimization: OptimizationHparams
+    data: DataHparams
+    qa: QAHparams
+    paths: PathHparams
+    compat: CompatHparams
+
+    def __init__(self, model_name: str, data_dir: str, **hparams: Any):
+        self._build(model_name, data_dir, hparams, explicit=hparams)
+
+    @classmethod
+    def from_hparams(
+        cls,
+        model_name: str,
+        data_dir: str,
+        hparams: Mapping[str, Any],
+        explicit: Iterable[str] = (),
+    ) -> "FinetuningConfig":
+        """A config from flat hparams; only the keys in `explicit` warn (compat keys): a config
+        read back from a run's config.json, which records every key, does not warn."""
+        config = cls.__new__(cls)
+        config._build(model_name, data_dir, hparams, explicit)
+        return config
+
+    def _build(self, model_name, data_dir, hparams: Mapping[str, Any], explicit) -> None:
+        flat = dict(DEBUG_PRESET) if hparams.get("debug") is True else {}
+        flat.update(hparams)
+        sections = from_flat(SECTIONS, flat, explicit=list(explicit))
+        object.__setattr__(self, "model_name", model_name)
+        object.__setattr__(self, "data_dir", data_dir)
+        for name, section in sections.items():
+            object.__setattr__(self, name, section)
+        if not self.task_names:
             raise UserError("task_names is empty")
-        values["task_names"] = list(task_names)
-        # task defaults (the original applies them for a single task; here also for several)
-        if values["num_train_epochs"] is None:
-            if any(is_qa_task(t) for t in task_names):
-                values["num_train_epochs"] = 2.0
-            elif any(t in ("rte", "sts") for t in task_names):
-                values["num_train_epochs"] = 10.0
-            else:
-                values["num_train_epochs"] = 3.0
-        if values["max_seq_length"] is None:
-            if any(is_qa_task(t) for t in task_names):
-                values["max_seq_length"] = 512
-            elif any(t in ("chunk", "ner") for t in task_names):
-                values["max_seq_length"] = 256
-            else:
-                values["max_seq_length"] = 128
-        size = values["model_size"]
-        if size not in MODEL_SIZES:
-            raise UserError(f"model_size {size!r} is not one of {', '.join(MODEL_SIZES)}")
-        if values["learning_rate"] is None:
-            values["learning_rate"] = SIZE_LEARNING_RATES[size]
-        if values["layerwise_lr_decay"] is None:
-            values["layerwise_lr_decay"] = 0.9 if size == "large" else 0.8
-        if size == "small" and values["embedding_size"] is None:
-            values["embedding_size"] = 128
-        if values["debug"]:
-            values.update(
-                num_trials=1, train_batch_size=32, num_train_epochs=3.0, log_examples=True
-            )
-            values.update({k: v for k, v in hparams.items() if k != "task_names"})
-        for k, v in values.items():
-            setattr(self, k, v)
-        self.pretrained_model_dir = os.path.join(data_dir, "models", model_name)
-        self.init_checkpoint = self.init_checkpoint or self.pretrained_model_dir
-        self.results_dir = os.path.join(
-            self.pretrained_model_dir, "results_random_init" if self.random_init else "results"
-        )
         self._validate()
+
+    def __getattr__(self, key: str) -> Any:
+        # called only for names that are not attributes: the flat keys of the sections
+        section = _SECTION_OF.get(key)
+        if section is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {key!r}")
+        return getattr(object.__getattribute__(self, section), key)
+
+    def with_hparams(self, **hparams: Any) -> "FinetuningConfig":
+        """A copy with some hparams changed (set by the program: no compat warning)."""
+        flat = {**self.hparams(), **hparams}
+        return FinetuningConfig.from_hparams(self.model_name, self.data_dir, flat)
+
+    def hparams(self) -> dict[str, Any]:
+        """The flat hparams as given (None where a value is derived)."""
+        return to_flat(*(getattr(self, name) for name in SECTIONS))
+
+    # -- derived values ---------------------------------------------------------------------------
+
+    @property
+    def task_names(self) -> list[str]:
+        names = self.model.task_names
+        if isinstance(names, str):
+            return [t for t in names.split(",") if t]
+        return list(names)
+
+    @property
+    def num_train_epochs(self) -> float:
+        given = self.optimization.num_train_epochs
+        return registry.task_defaults(self.task_names).num_train_epochs if given is None else given
+
+    @property
+    def max_seq_length(self) -> int:
+        given = self.data.max_seq_length
+        return registry.task_defaults(self.task_names).max_seq_length if given is None else given
+
+    @property
+    def learning_rate(self) -> float:
+        given = self.optimization.learning_rate
+        return SIZE_LEARNING_RATES[self.model_size] if given is None else given
+
+    @property
+    def layerwise_lr_decay(self) -> float:
+        given = self.optimization.layerwise_lr_decay
+        if given is None:
+            return 0.9 if self.model_size == "large" else 0.8
+        return given
+
+    @property
+    def embedding_size(self) -> Optional[int]:
+        given = self.model.embedding_size
+        return 128 if given is None and self.model_size == "small" else given
+
+    @property
+    def pretrained_model_dir(self) -> str:
+        return os.path.join(self.data_dir, "models", self.model_name)
+
+    @property
+    def init_checkpoint(self) -> str:
+        return self.paths.init_checkpoint or self.pretrained_model_dir
+
+    @property
+    def run(self) -> run_dir.RunDirectory:
+        """The pretrained model's run directory (results, kept fine-tuned models)."""
+        return run_dir.RunDirectory(self.pretrained_model_dir)
+
+    @property
+    def results_dir(self) -> str:
+        return self.run.results_dir(self.random_init)
 
     def raw_data_dir(self, task_name: str) -> str:
         return os.path.join(self.data_dir, "finetuning_data", task_name)
+
+    def trial_seed(self, trial: int) -> Optional[int]:
+        return None if self.seed is None else int(self.seed) + trial
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every flat key with its resolved value, and the model name and data dir (what the
+        results and a kept model's config.json record)."""
+        d = {key: getattr(self, key) for key in _SECTION_OF}
+        d.update(model_name=self.model_name, data_dir=self.data_dir)
+        return d
 
     def _validate(self) -> None:
         for key in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length"):
@@ -167,11 +289,3 @@ class FinetuningConfig:
             raise UserError("at least one of do_train and do_eval must be true")
         if len(set(self.task_names)) != len(self.task_names):
             raise UserError(f"task_names has duplicates: {self.task_names}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in FINETUNING_DEFAULTS}
-        d.update(model_name=self.model_name, data_dir=self.data_dir)
-        return d
-
-    def trial_seed(self, trial: int) -> int | None:
-        return None if self.seed is None else int(self.seed) + trial

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from electra_tf.configs import ModelConfig
+from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.encoder import TransformerEncoder
 
 

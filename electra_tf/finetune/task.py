@@ -1,9 +1,10 @@
 """The `Task` interface every fine-tuning task implements, and shared reader helpers.
 
 A task reads its split files into examples, featurizes them into numpy arrays, builds its head
-(a Keras layer under `task_specific/<name>`) and a scorer. The runner only talks to this
-interface, so a new kind of task (e.g. QA) plugs in by subclassing `Task` and adding one entry to
-`electra_tf.finetune.tasks.TASKS`.
+(a Keras layer under `task_specific/<name>`), a scorer, and the serving functions a SavedModel
+exports for it. The runner and the export only talk to this interface: a new kind of task is a
+subpackage of `electra_tf.finetune` with a `Task` subclass, plus its names in
+`electra_tf.finetune.registry`.
 
 Feature arrays (leading dimension = number of features, which may exceed the number of examples,
 e.g. QA windows): the shared `input_ids`, `input_mask`, `segment_ids` (int32 [N, L]) plus the task's
@@ -16,15 +17,18 @@ over the batch as the original) and whatever its scorer reads (`eid`, `predictio
 """
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import keras
 import numpy as np
 
 from electra_tf import tokenization
 from electra_tf.errors import UserError
-from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.scorers import Scorer
+from electra_tf.finetune.serving import ServingContext, ServingFunction
+
+if TYPE_CHECKING:  # config.py reads the task classes' defaults through the registry
+    from electra_tf.finetune.config import FinetuningConfig
 
 FeatureSpec = dict[str, tuple[tuple[int, ...], Any]]  # name -> (shape without batch, numpy dtype)
 
@@ -32,13 +36,24 @@ FeatureSpec = dict[str, tuple[tuple[int, ...], Any]]  # name -> (shape without b
 class Task:
     """Base class of a fine-tuning task.
 
+    The class attributes are the run defaults of this kind of task (`registry.task_defaults`
+    combines them over a run's tasks): `default_num_train_epochs`, `default_max_seq_length`,
+    and `defaults_precedence` (the defaults of the tasks with the highest precedence win, then
+    the largest value).
+
     Args:
         config: the run's `FinetuningConfig`.
         name: the task's name (its data is under `DATA_DIR/finetuning_data/<name>/`).
         tokenizer: a tokenizer with `.vocab` and `.tokenize_to_ids(list[str])`.
     """
 
-    def __init__(self, config: FinetuningConfig, name: str, tokenizer: Any):
+    default_num_train_epochs: float = 3.0
+    default_max_seq_length: int = 128
+    defaults_precedence: int = 0
+    # what the SavedModel's export_config.json calls this kind ("classification", ...)
+    export_kind: Optional[str] = None
+
+    def __init__(self, config: "FinetuningConfig", name: str, tokenizer: Any):
         self.config = config
         self.name = name
         self.tokenizer = tokenizer
@@ -70,16 +85,32 @@ class Task:
     def make_scorer(self, split: str, examples: list[Any]) -> Scorer:
         raise NotImplementedError
 
+    def check_rebuildable(self) -> None:
+        """Raises `UserError` when the head cannot be rebuilt from the config alone (what a
+        kept model's export needs besides its checkpoint)."""
 
-def make_tokenizer(vocab_file: str, do_lower_case: bool) -> Any:
-    """The fast tokenizer when available (same ids as the reference), else the reference one."""
+    def export_labels(self) -> Optional[list[str]]:
+        """The label strings the exported outputs index (recorded in export_config.json)."""
+        return None
+
+    def serving_functions(
+        self, head: keras.layers.Layer, context: ServingContext
+    ) -> list[ServingFunction]:
+        """The SavedModel signature functions of this task, in the order they are exported."""
+        raise UserError(f"task {self.name}: export does not support its kind of task")
+
+
+def make_tokenizer(vocab_file: str, do_lower_case: bool) -> tokenization.FullTokenizer:
+    """The fast tokenizer (the reference tokenizer's ids); accents are stripped when lower-casing,
+    as BERT's."""
     if not os.path.exists(vocab_file):
         raise UserError(f"{vocab_file}: no such vocab file")
-    cls = getattr(tokenization, "FullTokenizer", None) or tokenization.ReferenceTokenizer
-    return cls(vocab_file, do_lower_case=do_lower_case, strip_accents=do_lower_case)
+    return tokenization.FullTokenizer(
+        vocab_file, do_lower_case=do_lower_case, strip_accents=do_lower_case
+    )
 
 
-def split_path(config: FinetuningConfig, task_name: str, filename: str) -> str:
+def split_path(config: "FinetuningConfig", task_name: str, filename: str) -> str:
     path = os.path.join(config.raw_data_dir(task_name), filename)
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file (task {task_name} needs it)")
@@ -96,7 +127,3 @@ def read_lines(path: str) -> list[str]:
     if not any(line.strip() for line in lines):
         raise UserError(f"{path}: empty file")
     return lines
-
-
-def pad_to(ids: list[int], length: int) -> list[int]:
-    return ids + [0] * (length - len(ids))

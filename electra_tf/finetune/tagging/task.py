@@ -13,6 +13,7 @@ Kept from the original: `segment_ids` are 1 for every real token; `chunk` is alw
 (with accents stripped) whatever `do_lower_case` says. `ner` respects `do_lower_case` instead:
 capitalisation is the strongest cue for named entities, and forcing lower case would throw away
 the information a cased vocabulary was trained to use (the original had no NER task).
+Head: `head.py`; span scoring: `scorer.py`; SavedModel signatures: `serving.py`.
 Changed: a word is kept only if all its sub-tokens fit (the original's truncation test counts
 words, not sub-tokens, and can overflow `max_seq_length`); a word with no sub-tokens (e.g. only
 control characters) becomes [UNK] so that it keeps a position of its own.
@@ -20,21 +21,22 @@ control characters) becomes [UNK] so that it keeps a position of its own.
 
 import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from electra_tf import packing, vocab
 from electra_tf.errors import UserError
-from electra_tf.finetune import scorers
-from electra_tf.finetune.task import (
-    FeatureSpec,
-    Task,
-    make_tokenizer,
-    read_lines,
-    split_path,
-)
+from electra_tf.finetune.scorers import Scorer
+from electra_tf.finetune.serving import ServingContext, ServingFunction
+from electra_tf.finetune.tagging import serving
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.finetune.tagging.scorer import SpanF1Scorer, get_span_labels, get_tags
+from electra_tf.finetune.task import FeatureSpec, Task, make_tokenizer, read_lines, split_path
+
+if TYPE_CHECKING:
+    from electra_tf.finetune.config import FinetuningConfig
 
 TAG_PREFIXES = ("B", "I", "E", "S")
 
@@ -79,15 +81,17 @@ def read_conll(path: str, task_name: str) -> list[TaggingExample]:
 
 
 def to_bioes(tags: list[str]) -> list[str]:
-    return scorers.get_tags(scorers.get_span_labels(tags), len(tags), "BIOES")
+    return get_tags(get_span_labels(tags), len(tags), "BIOES")
 
 
 class TaggingTask(Task):
     """A span-level tagging task (chunk, ner)."""
 
+    default_max_seq_length = 256  # as the original: sentences of sub-tokens run long
+    export_kind = "tagging"
     force_lower_case = False
 
-    def __init__(self, config, name, tokenizer):
+    def __init__(self, config: "FinetuningConfig", name: str, tokenizer: Any):
         super().__init__(config, name, tokenizer)
         if self.force_lower_case and not config.do_lower_case:
             # the original's quirk: chunk words are always lower-cased and accent-stripped
@@ -130,8 +134,8 @@ class TaggingTask(Task):
         self, examples: list[TaggingExample], split: str, is_training: bool
     ) -> dict[str, np.ndarray]:
         max_len = self.config.max_seq_length
-        vocab = self.tokenizer.vocab
-        cls_id, sep_id, unk_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[UNK]"]
+        keys = ("cls", "sep", "unk")
+        ids = vocab.special_token_ids(self.tokenizer.vocab, str(self.config.vocab_file), keys)
         label_index = {t: i for i, t in enumerate(self.label_list)}
         flat = [w for e in examples for w in e.words]
         flat_ids = self.tokenizer.tokenize_to_ids(flat) if flat else []
@@ -147,20 +151,20 @@ class TaggingTask(Task):
         }
         k = 0
         for row, e in enumerate(examples):
-            word_ids = [list(ids) or [unk_id] for ids in flat_ids[k : k + len(e.words)]]
+            word_ids = [list(w) or [ids["unk"]] for w in flat_ids[k : k + len(e.words)]]
             k += len(e.words)
             labels = [label_index[t] for t in to_bioes(e.tags)]
-            ids, positions = [cls_id], []
+            kept, positions = [], []
             for toks in word_ids:
-                if len(ids) + len(toks) + 1 > max_len:
+                if len(kept) + len(toks) + 2 > max_len:  # only whole words, with [CLS] and [SEP]
                     break
-                positions.append(len(ids))
-                ids.extend(toks)
-            ids.append(sep_id)
+                positions.append(len(kept) + 1)
+                kept.extend(toks)
+            packed, _ = packing.pack([kept], ids["cls"], ids["sep"])
             m = len(positions)
-            out["input_ids"][row, : len(ids)] = ids
-            out["input_mask"][row, : len(ids)] = 1
-            out["segment_ids"][row, : len(ids)] = 1  # the original's quirk: all 1
+            out["input_ids"][row, : len(packed)] = packed
+            out["input_mask"][row, : len(packed)] = 1
+            out["segment_ids"][row, : len(packed)] = 1  # the original's quirk: all 1
             out[f"{self.name}_labels"][row, :m] = labels[:m]
             out[f"{self.name}_labels_mask"][row, :m] = 1.0
             out[f"{self.name}_labeled_positions"][row, :m] = positions
@@ -169,58 +173,25 @@ class TaggingTask(Task):
     def make_head(self) -> keras.layers.Layer:
         return TaggingHead(self.name, len(self.label_list), name=self.name)
 
-    def make_scorer(self, split: str, examples: list[Any]) -> scorers.Scorer:
-        return scorers.SpanF1Scorer(self.label_list, {e.eid: e.tags for e in examples})
+    def make_scorer(self, split: str, examples: list[Any]) -> Scorer:
+        return SpanF1Scorer(self.label_list, {e.eid: e.tags for e in examples})
 
+    def check_rebuildable(self) -> None:
+        train = os.path.join(self.config.raw_data_dir(self.name), "train.txt")
+        if not os.path.exists(train):
+            raise UserError(
+                f"{train}: tagging task {self.name} reads its tag list from its data "
+                "files (the checkpoint does not store it); pass --data_dir"
+            )
 
-class TaggingHead(keras.layers.Layer):
-    """Gather each word's first sub-token -> dense(num_labels); loss = Σ_words CE (per sentence).
+    def export_labels(self) -> Optional[list[str]]:
+        return list(self.label_list)
 
-    Args:
-        task_name: the feature-name prefix (`<task>_labels`, `<task>_labels_mask`, ...).
-        num_labels: number of tags.
-
-    Example:
-        head = TaggingHead("chunk", 3, name="chunk")
-        z = tf.zeros([1, 4], tf.int32)
-        out = head(tf.zeros([1, 4, 8]), {"chunk_labels": z, "chunk_labeled_positions": z,
-                   "chunk_labels_mask": tf.zeros([1, 4]), "chunk_eid": tf.constant([0])})
-    """
-
-    def __init__(self, task_name: str, num_labels: int, **kwargs):
-        super().__init__(**kwargs)
-        self.task_name = task_name
-        self.num_labels = num_labels
-        self.dense = keras.layers.Dense(
-            num_labels, kernel_initializer="glorot_uniform", name="dense"
-        )
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-        self.built = True
-
-    def call(self, sequence_output, features, training=False):
-        t = self.task_name
-        positions = features[f"{t}_labeled_positions"]
-        reprs = tf.gather(sequence_output, positions, batch_dims=1)
-        logits = tf.cast(self.dense(reprs), tf.float32)
-        labels = features[f"{t}_labels"]
-        mask = tf.cast(features[f"{t}_labels_mask"], tf.float32)
-        ce = -tf.reduce_sum(
-            tf.one_hot(labels, self.num_labels) * tf.nn.log_softmax(logits, axis=-1), axis=-1
-        )
-        return {
-            "loss": tf.reduce_sum(ce * mask, axis=-1),
-            "logits": logits,
-            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
-            "labels_mask": mask,
-            "eid": features[f"{t}_eid"],
-        }
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(task_name=self.task_name, num_labels=self.num_labels)
-        return config
+    def serving_functions(
+        self, head: keras.layers.Layer, context: ServingContext
+    ) -> list[ServingFunction]:
+        lower = bool(self.config.do_lower_case) or self.force_lower_case
+        return serving.serving_functions(head, context.tokenizer(lower), context, self.label_list)
 
 
 class Chunking(TaggingTask):
@@ -229,3 +200,7 @@ class Chunking(TaggingTask):
 
 class NER(TaggingTask):
     force_lower_case = False
+
+
+# name -> task class, merged into `electra_tf.finetune.registry.TASKS`
+TASKS = {"chunk": Chunking, "ner": NER}

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from electra_tf.finetune.qa_data import QAExample, QAFeature
+from electra_tf.finetune.qa.features import QAFeature
+from electra_tf.finetune.qa.reader import QAExample
 from electra_tf.tokenization import BasicTokenizer
 
 # --------------------------------------------------------------------------------------------
@@ -256,7 +257,9 @@ def _softmax(scores: Sequence[float]) -> list[float]:
     return list(x / x.sum())
 
 
-def feature_text(feature: QAFeature, example: QAExample, start: int, end: int, do_lower_case: bool):
+def feature_text(
+    feature: QAFeature, example: QAExample, start: int, end: int, do_lower_case: bool
+) -> str:
     """The answer text of sub-token span [start, end] of a window, via `get_final_text`."""
     tok_text = " ".join(feature.tokens[start : end + 1])
     tok_text = tok_text.replace(" ##", "").replace("##", "")

@@ -6,22 +6,25 @@ example id (`eid`) is the 0-based row index in its file with the header excluded
 `double_unordered`, the swapped copies of MRPC / STS train pairs follow with ids offset by the
 number of rows. Test splits carry no labels: a dummy one is used (the first label, or 0.0).
 
-Head: the [CLS] vector -> dropout(0.1) (on top of the encoder's) -> dense (glorot, no pooler).
-Classification loss is cross-entropy, regression (STS, target = label / 5) the squared error;
-both per example, summed over the batch by the runner (the original's quirk).
+Pairs are packed `[CLS] a [SEP] b [SEP]` by `electra_tf.packing` (BERT's truncation). Heads:
+`head.py`; scorers: `scorer.py`; SavedModel signatures: `serving.py`.
 """
 
 import dataclasses
 import os
-from typing import Any
+from typing import Any, Optional
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from electra_tf import packing, vocab
 from electra_tf.errors import UserError
-from electra_tf.finetune import scorers
-from electra_tf.finetune.task import FeatureSpec, Task, pad_to, read_lines, split_path
+from electra_tf.finetune.classification import serving
+from electra_tf.finetune.classification.head import ClassificationHead, RegressionHead
+from electra_tf.finetune.classification.scorer import ClassificationScorer, RegressionScorer
+from electra_tf.finetune.scorers import Scorer
+from electra_tf.finetune.serving import ServingContext, ServingFunction
+from electra_tf.finetune.task import FeatureSpec, Task, read_lines, split_path
 
 
 @dataclasses.dataclass
@@ -52,6 +55,7 @@ class GlueTask(Task):
     train_dev: Columns
     test: Columns
     double: bool = False  # double_unordered applies (MRPC, STS)
+    scale = 5.0  # regression targets are label / scale, as the original's STS (0..5)
 
     def split_file(self, split: str) -> str:
         return split + ".tsv"
@@ -129,8 +133,9 @@ class GlueTask(Task):
         self, examples: list[InputExample], split: str, is_training: bool
     ) -> dict[str, np.ndarray]:
         max_len = self.config.max_seq_length
-        vocab = self.tokenizer.vocab
-        cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        ids = vocab.special_token_ids(
+            self.tokenizer.vocab, str(self.config.vocab_file), ("cls", "sep")
+        )
         ids_a = self.tokenizer.tokenize_to_ids([e.text_a for e in examples])
         b_texts = [e.text_b for e in examples if e.text_b is not None]
         ids_b_iter = iter(self.tokenizer.tokenize_to_ids(b_texts) if b_texts else [])
@@ -139,20 +144,9 @@ class GlueTask(Task):
         input_mask = np.zeros([n, max_len], np.int32)
         segment_ids = np.zeros([n, max_len], np.int32)
         for k, (e, a) in enumerate(zip(examples, ids_a)):
-            a = list(a)
-            b = list(next(ids_b_iter)) if e.text_b is not None else None
-            if b is not None:
-                truncate_seq_pair(a, b, max_len - 3)
-            else:
-                a = a[: max_len - 2]
-            ids = [cls_id] + a + [sep_id]
-            segs = [0] * len(ids)
-            if b is not None:
-                ids += b + [sep_id]
-                segs += [1] * (len(b) + 1)
-            input_ids[k] = pad_to(ids, max_len)
-            input_mask[k] = pad_to([1] * len(ids), max_len)
-            segment_ids[k] = pad_to(segs, max_len)
+            b = next(ids_b_iter) if e.text_b is not None else None
+            packed = packing.pack_and_pad(a, b, max_len, ids["cls"], ids["sep"])
+            input_ids[k], input_mask[k], segment_ids[k] = packed
         features = {
             "input_ids": input_ids,
             "input_mask": input_mask,
@@ -161,7 +155,7 @@ class GlueTask(Task):
         }
         if self.is_regression:
             # the original normalises STS to [0, 1]: (label - 0) / 5
-            targets = [float(e.label) / 5.0 for e in examples]
+            targets = [float(e.label) / self.scale for e in examples]
             features[f"{self.name}_targets"] = np.array(targets, np.float32)
         else:
             labels = [self.label_list.index(e.label) for e in examples]
@@ -173,107 +167,24 @@ class GlueTask(Task):
             return RegressionHead(self.name, name=self.name)
         return ClassificationHead(self.name, len(self.label_list), name=self.name)
 
-    def make_scorer(self, split: str, examples: list[Any]) -> scorers.Scorer:
+    def make_scorer(self, split: str, examples: list[Any]) -> Scorer:
         if self.is_regression:
-            return scorers.RegressionScorer(scale=5.0)
-        return scorers.ClassificationScorer(self.label_list, self.metrics)
+            return RegressionScorer(scale=self.scale)
+        return ClassificationScorer(self.label_list, self.metrics)
 
+    @property
+    def export_kind(self) -> str:
+        return "regression" if self.is_regression else "classification"
 
-def truncate_seq_pair(a: list[int], b: list[int], max_length: int) -> None:
-    """BERT's rule: pop from the longer sequence (b on ties) until they fit, in place."""
-    while len(a) + len(b) > max_length:
-        (a if len(a) > len(b) else b).pop()
+    def export_labels(self) -> Optional[list[str]]:
+        return None if self.is_regression else list(self.label_list)
 
-
-class ClassificationHead(keras.layers.Layer):
-    """[CLS] -> dropout -> dense(num_labels) -> softmax cross-entropy (per example).
-
-    Args:
-        task_name: the feature-name prefix (`<task>_label_ids`, `<task>_eid`).
-        num_labels: number of classes.
-        dropout_rate: dropout on the [CLS] vector when training (the original: 0.1).
-
-    Example:
-        head = ClassificationHead("sst", 2, name="sst")
-        out = head(tf.zeros([2, 8, 16]), {"sst_label_ids": tf.constant([0, 1]),
-                                           "sst_eid": tf.constant([0, 1])})
-    """
-
-    def __init__(self, task_name: str, num_labels: int, dropout_rate: float = 0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.task_name = task_name
-        self.num_labels = num_labels
-        self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.dense = keras.layers.Dense(
-            num_labels, kernel_initializer="glorot_uniform", name="dense"
-        )
-
-    def build(self, input_shape):
-        self.dense.build((input_shape[0], input_shape[-1]))
-        self.built = True
-
-    def call(self, sequence_output, features, training=False):
-        reprs = self.dropout(sequence_output[:, 0], training=training)
-        logits = tf.cast(self.dense(reprs), tf.float32)
-        label_ids = features[f"{self.task_name}_label_ids"]
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        loss = -tf.reduce_sum(tf.one_hot(label_ids, self.num_labels) * log_probs, axis=-1)
-        return {
-            "loss": loss,
-            "logits": logits,
-            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
-            "label_ids": label_ids,
-            "eid": features[f"{self.task_name}_eid"],
-        }
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            task_name=self.task_name, num_labels=self.num_labels, dropout_rate=self.dropout_rate
-        )
-        return config
-
-
-class RegressionHead(keras.layers.Layer):
-    """[CLS] -> dropout -> dense(1) -> squared error against `<task>_targets` (per example).
-
-    Args:
-        task_name: the feature-name prefix (`<task>_targets`, `<task>_eid`).
-        dropout_rate: dropout on the [CLS] vector when training (the original: 0.1).
-
-    Example:
-        head = RegressionHead("sts", name="sts")
-        out = head(tf.zeros([2, 8, 16]), {"sts_targets": tf.constant([0.2, 0.8]),
-                                           "sts_eid": tf.constant([0, 1])})
-    """
-
-    def __init__(self, task_name: str, dropout_rate: float = 0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.task_name = task_name
-        self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.dense = keras.layers.Dense(1, kernel_initializer="glorot_uniform", name="dense")
-
-    def build(self, input_shape):
-        self.dense.build((input_shape[0], input_shape[-1]))
-        self.built = True
-
-    def call(self, sequence_output, features, training=False):
-        reprs = self.dropout(sequence_output[:, 0], training=training)
-        predictions = tf.squeeze(tf.cast(self.dense(reprs), tf.float32), -1)
-        targets = tf.cast(features[f"{self.task_name}_targets"], tf.float32)
-        return {
-            "loss": tf.square(predictions - targets),
-            "predictions": predictions,
-            "targets": targets,
-            "eid": features[f"{self.task_name}_eid"],
-        }
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(task_name=self.task_name, dropout_rate=self.dropout_rate)
-        return config
+    def serving_functions(
+        self, head: keras.layers.Layer, context: ServingContext
+    ) -> list[ServingFunction]:
+        labels = None if self.is_regression else self.label_list
+        tokenizer = context.tokenizer(bool(self.config.do_lower_case))
+        return serving.serving_functions(head, tokenizer, context, labels, self.scale)
 
 
 # -- the GLUE tasks (column layouts from the original) ----------------------------------------------
@@ -327,13 +238,14 @@ class MNLI(GlueTask):
 
 
 class RTE(GlueTask):
+    default_num_train_epochs = 10.0  # as the original: its train set is small
     label_list = ("entailment", "not_entailment")
     train_dev = Columns(a=1, b=2, label=3)
     test = Columns(a=1, b=2, label=None)
 
 
 class QNLI(RTE):
-    pass
+    default_num_train_epochs = 3.0  # RTE's layout, not its epochs
 
 
 class WNLI(GlueTask):
@@ -342,7 +254,22 @@ class WNLI(GlueTask):
 
 
 class STS(GlueTask):
+    default_num_train_epochs = 10.0  # as the original
     is_regression = True
     train_dev = Columns(a=-3, b=-2, label=-1)
     test = Columns(a=-2, b=-1, label=None)
     double = True
+
+
+# name -> task class, merged into `electra_tf.finetune.registry.TASKS`
+TASKS = {
+    "cola": CoLA,
+    "sst": SST,
+    "mrpc": MRPC,
+    "sts": STS,
+    "qqp": QQP,
+    "mnli": MNLI,
+    "qnli": QNLI,
+    "rte": RTE,
+    "wnli": WNLI,
+}

@@ -1,0 +1,36 @@
+"""Export: SavedModels with serving signatures, and checkpoints in the original's TF1 layout.
+
+* `pretrained`: a pretrained network and its head (`ServingModule`, `export_saved_model`),
+  rebuilt by `electra_tf.loading.load_networks`;
+* `finetuned`: a kept fine-tuned model (`load_finetuned`, `export_finetuned_saved_model`), each
+  task's signatures given by its kind (`electra_tf.finetune.*/serving.py`);
+* `original`: `export_original_checkpoint`, the weights under the original's names
+  (`electra/...`, `generator/...`, `generator_predictions/...`, `discriminator_predictions/...`)
+  with `bert_config.json` and `vocab.txt`, which tools made for the released models read.
+"""
+
+from electra_tf.export.common import check_export_dir, check_vocab
+from electra_tf.export.finetuned import (
+    FinetunedServingModule,
+    LoadedFinetuned,
+    export_finetuned_saved_model,
+    finetuned_signature_names,
+    is_finetuning_config,
+    load_finetuned,
+)
+from electra_tf.export.original import export_original_checkpoint
+from electra_tf.export.pretrained import ServingModule, export_saved_model
+
+__all__ = [
+    "FinetunedServingModule",
+    "LoadedFinetuned",
+    "ServingModule",
+    "check_export_dir",
+    "check_vocab",
+    "export_finetuned_saved_model",
+    "export_original_checkpoint",
+    "export_saved_model",
+    "finetuned_signature_names",
+    "is_finetuning_config",
+    "load_finetuned",
+]

@@ -1,0 +1,138 @@
+"""The SavedModel of a pretrained network and its head, whose signatures need only `tensorflow`
+and `tensorflow_text` in the loading process:
+
+- `serving_default(input_ids, input_mask, segment_ids)` (int32 [batch, length], length at most
+  max_position_embeddings) -> `sequence_output` [batch, length, hidden] and, per head,
+  `discriminator_logits`/`discriminator_probabilities` [batch, length] or `mlm_logits`
+  [batch, length, vocab] (the generator head at every position);
+- `serve_text(text)` and `serve_text_pair(text_a, text_b)` ([batch] strings): BERT tokenization
+  in the graph with the vocab stored as an asset, `[CLS] a [SEP] (b [SEP])` (`electra_tf.packing`:
+  truncated, the longer segment first, as the original, and padded to `max_seq_length`); the
+  same outputs plus `input_ids`, `input_mask`, `segment_ids`.
+"""
+
+from typing import Optional
+
+import keras
+import tensorflow as tf
+
+from electra_tf import loading, packing
+from electra_tf.errors import UserError
+from electra_tf.export.common import check_export_dir, check_vocab, write_extra
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
+from electra_tf.tokenization import GraphTokenizer
+
+
+class ServingModule(tf.Module):
+    """The SavedModel's root: one encoder, its head, the in-graph tokenizer.
+
+    Args:
+        encoder: the `TransformerEncoder` to serve.
+        head: `DiscriminatorHead`, `MaskedLMHead` or None (sequence output only).
+        tokenizer: a `GraphTokenizer` (its vocab is saved as an asset).
+        max_seq_length: the text signatures' truncation and padding length.
+        special_ids: "cls", "sep" and "pad" token ids.
+    """
+
+    def __init__(
+        self,
+        encoder: TransformerEncoder,
+        head: Optional[keras.layers.Layer],
+        tokenizer: Optional[GraphTokenizer],
+        max_seq_length: int,
+        special_ids: dict[str, int],
+    ):
+        super().__init__(name="electra_serving")
+        self.encoder = encoder
+        self.head = head
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.special_ids = dict(special_ids)
+        self.max_positions = encoder.config.max_position_embeddings
+        # the underlying tf.Variables, tracked for the SavedModel
+        weights = encoder.weights + (head.weights if head is not None else [])
+        self.model_variables = [getattr(w, "value", w) for w in weights]
+
+    def _outputs(self, input_ids, input_mask, segment_ids) -> dict[str, tf.Tensor]:
+        tf.debugging.assert_less_equal(
+            tf.shape(input_ids)[1],
+            self.max_positions,
+            message=f"sequence length exceeds max_position_embeddings {self.max_positions}",
+        )
+        seq = self.encoder(input_ids, input_mask, segment_ids, training=False)
+        out = {"sequence_output": tf.cast(seq, tf.float32)}
+        if isinstance(self.head, DiscriminatorHead):
+            logits = self.head(seq)
+            out["discriminator_logits"] = logits
+            out["discriminator_probabilities"] = tf.sigmoid(logits)
+        elif isinstance(self.head, MaskedLMHead):
+            out["mlm_logits"] = self.head(seq)
+        return out
+
+    @tf.function(
+        autograph=False,
+        input_signature=[
+            tf.TensorSpec([None, None], tf.int32, name="input_ids"),
+            tf.TensorSpec([None, None], tf.int32, name="input_mask"),
+            tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
+        ],
+    )
+    def serve(self, input_ids, input_mask, segment_ids):
+        return self._outputs(input_ids, input_mask, segment_ids)
+
+    def _pack(self, a: tf.RaggedTensor, b: Optional[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
+        features = packing.pack_and_pad_ragged(a, b, self.max_seq_length, self.special_ids)
+        return {**features, **self._outputs(**features)}
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serve_text(self, text):
+        return self._pack(self.tokenizer.tokenize(text), None)
+
+    @tf.function(
+        autograph=False,
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text_a"),
+            tf.TensorSpec([None], tf.string, name="text_b"),
+        ],
+    )
+    def serve_text_pair(self, text_a, text_b):
+        return self._pack(self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b))
+
+
+def export_saved_model(
+    loaded: loading.Loaded,
+    head: str,
+    export_dir: str,
+    vocab_file: str,
+    max_seq_length: int = 128,
+    do_lower_case: Optional[bool] = None,
+) -> ServingModule:
+    """Writes the SavedModel for `head` (discriminator | generator | encoder)."""
+    check_export_dir(export_dir)
+    nets = loaded.networks
+    encoder = nets.generator if head == "generator" else nets.discriminator
+    if max_seq_length < 3 or max_seq_length > encoder.config.max_position_embeddings:
+        raise UserError(
+            f"max_seq_length {max_seq_length} is not in [3, max_position_embeddings "
+            f"{encoder.config.max_position_embeddings}]"
+        )
+    special = check_vocab(vocab_file, loaded.config.model_config)
+    lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
+    head_layer = {
+        "discriminator": nets.discriminator_predictions,
+        "generator": nets.generator_predictions,
+        "encoder": None,
+    }[head]
+    module = ServingModule(
+        encoder, head_layer, GraphTokenizer(vocab_file, lower), max_seq_length, special
+    )
+    signatures = {
+        "serving_default": module.serve,
+        "serve_text": module.serve_text,
+        "serve_text_pair": module.serve_text_pair,
+    }
+    tf.saved_model.save(module, export_dir, signatures=signatures)
+    info = {"head": head, "max_seq_length": max_seq_length, "do_lower_case": lower}
+    write_extra(export_dir, info, encoder.config)
+    return module
