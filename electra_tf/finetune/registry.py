@@ -7,16 +7,13 @@ export need nothing else.
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from electra_tf.errors import UserError
 from electra_tf.finetune.classification import task as classification
 from electra_tf.finetune.qa import task as qa
 from electra_tf.finetune.tagging import task as tagging
 from electra_tf.finetune.task import Task
-
-if TYPE_CHECKING:  # config.py reads `task_defaults`
-    from electra_tf.finetune.config import FinetuningConfig
 
 TASKS: dict[str, type[Task]] = {
     **classification.TASKS,  # GLUE
@@ -44,11 +41,11 @@ def task_defaults(task_names: Sequence[str]) -> TaskDefaults:
     return TaskDefaults(pick("default_num_train_epochs"), pick("default_max_seq_length"))
 
 
-def get_task(config: "FinetuningConfig", name: str, tokenizer: Any) -> Task:
+def get_task(config: Any, name: str, tokenizer: Any) -> Task:
     if name not in TASKS:
         raise UserError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
     return TASKS[name](config, name, tokenizer)
 
 
-def get_tasks(config: "FinetuningConfig", tokenizer: Any) -> list[Task]:
+def get_tasks(config: Any, tokenizer: Any) -> list[Task]:
     return [get_task(config, name, tokenizer) for name in config.task_names]

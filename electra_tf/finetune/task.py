@@ -17,7 +17,7 @@ over the batch as the original) and whatever its scorer reads (`eid`, `predictio
 """
 
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import keras
 import numpy as np
@@ -26,9 +26,6 @@ from electra_tf import tokenization
 from electra_tf.errors import UserError
 from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.serving import ServingContext, ServingFunction
-
-if TYPE_CHECKING:  # config.py reads the task classes' defaults through the registry
-    from electra_tf.finetune.config import FinetuningConfig
 
 FeatureSpec = dict[str, tuple[tuple[int, ...], Any]]  # name -> (shape without batch, numpy dtype)
 
@@ -53,7 +50,7 @@ class Task:
     # what the SavedModel's export_config.json calls this kind ("classification", ...)
     export_kind: Optional[str] = None
 
-    def __init__(self, config: "FinetuningConfig", name: str, tokenizer: Any):
+    def __init__(self, config: Any, name: str, tokenizer: Any):
         self.config = config
         self.name = name
         self.tokenizer = tokenizer
@@ -110,7 +107,7 @@ def make_tokenizer(vocab_file: str, do_lower_case: bool) -> tokenization.FullTok
     )
 
 
-def split_path(config: "FinetuningConfig", task_name: str, filename: str) -> str:
+def split_path(config: Any, task_name: str, filename: str) -> str:
     path = os.path.join(config.raw_data_dir(task_name), filename)
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file (task {task_name} needs it)")

@@ -7,7 +7,7 @@ writes `<results>/<task>_<split>_predictions.json` (question id -> answer text) 
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,14 +17,11 @@ from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.task import split_path
 from electra_tf.io_utils import write_atomically
 
-if TYPE_CHECKING:  # the task makes its scorer
-    from electra_tf.finetune.qa.task import QATask
-
 
 class QAScorer(Scorer):
     """Decodes the head's outputs to answers, writes the prediction files, scores officially."""
 
-    def __init__(self, task: "QATask", split: str, examples: list[qa_reader.QAExample]):
+    def __init__(self, task: Any, split: str, examples: list[qa_reader.QAExample]):
         super().__init__()
         self.task = task
         self.split = split

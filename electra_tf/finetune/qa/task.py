@@ -7,7 +7,7 @@ of `features.py`; the head is `head.QAHead`; the dev scorer (`scorer.py`) decode
 scores them officially (`metrics.py`); the SavedModel signatures are in `serving.py`.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
 import numpy as np
@@ -22,9 +22,6 @@ from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.serving import ServingContext, ServingFunction
 from electra_tf.finetune.task import FeatureSpec, Task, split_path
 
-if TYPE_CHECKING:  # config.py reads the task classes' defaults through the registry
-    from electra_tf.finetune.config import FinetuningConfig
-
 
 class QATask(Task):
     """A span-extraction QA task (SQuAD or MRQA layout).
@@ -38,7 +35,7 @@ class QATask(Task):
 
     def __init__(
         self,
-        config: "FinetuningConfig",
+        config: Any,
         name: str,
         tokenizer: Any,
         v2: bool = False,
@@ -140,17 +137,17 @@ class QATask(Task):
 
 
 class SQuAD(QATask):
-    def __init__(self, config: "FinetuningConfig", name: str = "squad", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "squad", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, v2=True)
 
 
 class SQuADv1(QATask):
-    def __init__(self, config: "FinetuningConfig", name: str = "squadv1", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "squadv1", tokenizer: Any = None):
         super().__init__(config, name, tokenizer)
 
 
 class NewsQA(QATask):
-    def __init__(self, config: "FinetuningConfig", name: str = "newsqa", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "newsqa", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
 
 
@@ -161,17 +158,17 @@ class NaturalQuestions(QATask):
     default_max_seq_length = Task.default_max_seq_length
     defaults_precedence = Task.defaults_precedence
 
-    def __init__(self, config: "FinetuningConfig", name: str = "naturalqs", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "naturalqs", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
 
 
 class TriviaQA(QATask):
-    def __init__(self, config: "FinetuningConfig", name: str = "triviaqa", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "triviaqa", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
 
 
 class SearchQA(QATask):
-    def __init__(self, config: "FinetuningConfig", name: str = "searchqa", tokenizer: Any = None):
+    def __init__(self, config: Any, name: str = "searchqa", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
 
 

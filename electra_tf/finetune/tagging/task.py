@@ -21,7 +21,7 @@ control characters) becomes [UNK] so that it keeps a position of its own.
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import keras
 import numpy as np
@@ -34,9 +34,6 @@ from electra_tf.finetune.tagging import serving
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.finetune.tagging.scorer import SpanF1Scorer, get_span_labels, get_tags
 from electra_tf.finetune.task import FeatureSpec, Task, make_tokenizer, read_lines, split_path
-
-if TYPE_CHECKING:
-    from electra_tf.finetune.config import FinetuningConfig
 
 TAG_PREFIXES = ("B", "I", "E", "S")
 
@@ -91,7 +88,7 @@ class TaggingTask(Task):
     export_kind = "tagging"
     force_lower_case = False
 
-    def __init__(self, config: "FinetuningConfig", name: str, tokenizer: Any):
+    def __init__(self, config: Any, name: str, tokenizer: Any):
         super().__init__(config, name, tokenizer)
         if self.force_lower_case and not config.do_lower_case:
             # the original's quirk: chunk words are always lower-cased and accent-stripped
