@@ -217,7 +217,7 @@ class LoadedRun:
 
 def run_config(data_dir: str, model_name: str, **overrides) -> PretrainingConfig:
     """The `PretrainingConfig` of a pretraining run (`DATA_DIR/models/MODEL_NAME/config.json`)."""
-    model_dir = os.path.join(data_dir, "models", model_name)
+    model_dir = run_dir.model_dir(data_dir, model_name)
     run = run_dir.RunDirectory(model_dir)
     return pretraining_config_for(
         run.read_config(), name=model_name, data_dir=data_dir, model_dir=model_dir, **overrides

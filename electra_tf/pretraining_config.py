@@ -15,7 +15,7 @@ import os
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
 from electra_tf import hparams as hp
-from electra_tf import objectives
+from electra_tf import objectives, run_dir
 from electra_tf.errors import UserError
 from electra_tf.hparams import hparam
 from electra_tf.model_config import (
@@ -162,7 +162,7 @@ class PretrainingConfig:
             pretrain_tfrecords=paths.pretrain_tfrecords
             or os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"),
             vocab_file=paths.vocab_file or os.path.join(data_dir, "vocab.txt"),
-            model_dir=paths.model_dir or os.path.join(data_dir, "models", model_name),
+            model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
         o, m = sections["objective"], sections["model"]
         # derived, as the original (so it cannot be passed in)

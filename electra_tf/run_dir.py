@@ -38,6 +38,7 @@ PRETRAINING = "pretraining"
 FINETUNING = "finetuning"
 MODEL = "model"  # a bare BERT JSON model config (an original release)
 KINDS = (PRETRAINING, FINETUNING, MODEL)
+KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
 # what a run's config.json holds beside the flat hparams
 _RUN_KEYS = ("kind", "model_config", "generator_config", "num_replicas", "flops_per_step")
 
@@ -179,6 +180,11 @@ def config_beside(path: str) -> Optional[RunConfig]:
     return read_run_config(found) if found else None
 
 
+def model_dir(data_dir: str, model_name: str) -> str:
+    """A run's directory, as the original: DATA_DIR/models/MODEL_NAME."""
+    return os.path.join(data_dir, "models", model_name)
+
+
 class RunDirectory:
     """A run's directory and the files in it (see the module docstring).
 
@@ -223,6 +229,13 @@ class RunDirectory:
         name = f"{'_'.join(task_names)}_model_{trial}" + ("_random_init" if random_init else "")
         return os.path.join(self.path, "finetuning_models", name)
 
+    def kept_checkpoint_prefix(
+        self, task_names: Sequence[str], trial: int, random_init: bool = False
+    ) -> str:
+        return os.path.join(
+            self.finetuned_model_dir(task_names, trial, random_init), KEPT_CHECKPOINT
+        )
+
     def exists(self) -> bool:
         return os.path.isdir(self.path)
 
@@ -262,6 +275,19 @@ class RunDirectory:
     def write_results(self, task_name: str, result: Dict[str, Any], random_init=False) -> str:
         path = os.path.join(self.results_dir(random_init), f"{task_name}.json")
         write_json(path, result)
+        return path
+
+    def write_qa_predictions(
+        self, filename: str, obj: Dict[str, Any], random_init: bool = False
+    ) -> str:
+        """A QA predictions or null-odds file in the official evaluation scripts' layout
+        (insertion order, non-ASCII kept, indent 1), atomically."""
+        import json
+
+        from electra_tf.io_utils import write_atomically
+
+        path = os.path.join(self.results_dir(random_init), filename)
+        write_atomically(path, lambda f: json.dump(obj, f, ensure_ascii=False, indent=1))
         return path
 
     def write_predictions(

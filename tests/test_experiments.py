@@ -95,7 +95,7 @@ def test_end_to_end_minuscule(tmp_path):
         os.path.join(ROOT, "experiments", "efficiency.py"),
         f"--work_dir={tmp_path / 'work'}",
         f"--out_dir={out}",
-        f"--corpus={corpus}",
+        f"--pretraining_corpus={corpus}",
         "--objectives=electra",
         "--hidden_size=32",
         "--num_layers=1",

@@ -67,7 +67,7 @@ def test_types_are_checked_and_name_the_key():
         FinetuningConfig("m", "d", task_names=3)
     with pytest.raises(UserError, match=r"hparam do_lower_case: expected bool, got \"yes\""):
         FinetuningConfig("m", "d", do_lower_case="yes")
-    with pytest.raises(UserError, match=r'hparam model_size: "huge" is not one of "small"'):
+    with pytest.raises(UserError, match="model_size 'huge' is not one of small, base, large"):
         FinetuningConfig("m", "d", model_size="huge")
     # lossless readings of JSON numbers are accepted: 16.0 is the int 16, 2 the float 2
     config = FinetuningConfig("m", "d", train_batch_size=16.0, num_train_epochs=2)

@@ -247,7 +247,7 @@ class FinetuningConfig:
 
     @property
     def pretrained_model_dir(self) -> str:
-        return os.path.join(self.data_dir, "models", self.model_name)
+        return run_dir.model_dir(self.data_dir, self.model_name)
 
     @property
     def init_checkpoint(self) -> str:

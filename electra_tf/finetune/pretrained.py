@@ -60,7 +60,7 @@ def pretrained_model_size(
 ) -> Optional[str]:
     """The `model_size` the pretraining run recorded in the config.json beside its checkpoint
     (None when there is none): fine-tuning defaults to it, hence to its learning rate."""
-    where = init_checkpoint or os.path.join(data_dir, "models", model_name)
+    where = init_checkpoint or run_dir.model_dir(data_dir, model_name)
     found = run_dir.find_beside(where, (run_dir.CONFIG_FILE,))
     if found is None:
         return None

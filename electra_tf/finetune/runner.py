@@ -14,7 +14,6 @@ With keep_all_models, each trial's model is kept in `finetuning_models/<tasks>_m
 
 import dataclasses
 import functools
-import os
 import statistics
 import time
 from typing import Any, Optional
@@ -46,8 +45,6 @@ from electra_tf.finetune.scorers import majority_class_accuracy
 from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.trainer import score, train
 from electra_tf.model_config import ModelConfig
-
-KEPT_CHECKPOINT = "ckpt"  # the prefix of a kept model's checkpoint in its directory
 
 
 def log(msg: str) -> None:
@@ -101,7 +98,9 @@ def keep_model(
 ) -> str:
     """Keeps a trial's model with what is needed to rebuild and read it; returns its directory."""
     model_dir = config.run.finetuned_model_dir(config.task_names, trial, config.random_init)
-    tf.train.Checkpoint(model=model).write(os.path.join(model_dir, KEPT_CHECKPOINT))
+    tf.train.Checkpoint(model=model).write(
+        config.run.kept_checkpoint_prefix(config.task_names, trial, config.random_init)
+    )
     kept = run_dir.RunDirectory(model_dir)
     kept.write_config(run_dir.FINETUNING, config.to_dict(), model_config)
     kept.copy_vocab(config.vocab_file, overwrite=True)

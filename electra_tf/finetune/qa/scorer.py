@@ -5,8 +5,6 @@ writes `<results>/<task>_<split>_predictions.json` (question id -> answer text) 
 `na_prob_thresh = qa_na_threshold`).
 """
 
-import json
-import os
 from typing import Any
 
 import numpy as np
@@ -15,7 +13,6 @@ from electra_tf.finetune.qa import metrics as qa_metrics
 from electra_tf.finetune.qa import reader as qa_reader
 from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.task import split_path
-from electra_tf.io_utils import write_atomically
 
 
 class QAScorer(Scorer):
@@ -66,10 +63,11 @@ class QAScorer(Scorer):
 
     def write_predictions(self) -> tuple[dict[str, str], dict[str, float]]:
         preds, null_odds = self.decode()
-        prefix = os.path.join(self.task.config.results_dir, f"{self.task.name}_{self.split}")
-        _write_json(prefix + "_predictions.json", preds)
+        cfg = self.task.config
+        prefix = f"{self.task.name}_{self.split}"
+        cfg.run.write_qa_predictions(prefix + "_predictions.json", preds, cfg.random_init)
         if self.task.v2:
-            _write_json(prefix + "_null_odds.json", null_odds)
+            cfg.run.write_qa_predictions(prefix + "_null_odds.json", null_odds, cfg.random_init)
         return preds, null_odds
 
     def get_results(self) -> dict[str, float]:
@@ -99,8 +97,3 @@ class QAScorer(Scorer):
             (qid, "" if self.task.v2 and null_odds[qid] > thresh else text)
             for qid, text in preds.items()
         ]
-
-
-def _write_json(path: str, obj: dict[str, Any]) -> None:
-    # the original's layout of these files (unsorted, non-ASCII kept), not io_utils.write_json's
-    write_atomically(path, lambda f: json.dump(obj, f, ensure_ascii=False, indent=1))
