@@ -29,6 +29,7 @@ import typing
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, Type
 
 from electra_tf.errors import UserError
+from electra_tf.io_utils import parse_json
 
 _WARNED: set = set()
 
@@ -198,12 +199,7 @@ def parse_hparams(value: Optional[str]) -> Dict[str, Any]:
         source = text
         with open(text, encoding="utf-8") as f:
             text = f.read()
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{source}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
-        ) from None
+    d = parse_json(text, source)
     if not isinstance(d, dict):
         raise UserError(f"{source} must be a JSON object")
     return d

@@ -4,21 +4,26 @@ half-done (write a temporary file beside the target, then rename it over the tar
 import json
 import os
 import shutil
-from typing import Any, Callable, Dict
+from typing import Any, Callable
 
 from electra_tf.errors import UserError
 
 
-def read_json(path: str) -> Dict[str, Any]:
-    if not os.path.exists(path):
-        raise UserError(f"{path}: no such file")
+def parse_json(text: str, source: str) -> Any:
+    """json.loads, with a syntax error as one line naming `source`, the line and the column."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(
-            f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+            f"{source}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
         ) from None
+
+
+def read_json(path: str) -> Any:
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file")
+    with open(path, encoding="utf-8") as f:
+        return parse_json(f.read(), path)
 
 
 def write_atomically(path: str, write: Callable[[Any], None], mode: str = "w") -> None:

@@ -80,6 +80,14 @@ def _tf_var(v):
     return getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
 
 
+def dense_gradients(grads: Sequence, variables: Sequence) -> list:
+    """The tape's gradients as dense tensors the optimizer can apply: IndexedSlices (from
+    embedding gathers) densified, None (a variable this loss does not reach) as zeros."""
+    return [
+        tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for g, v in zip(grads, variables)
+    ]
+
+
 class ElectraAdamW(tf.Module):
     """Adam with decoupled weight decay and no bias correction (the original's optimizer).
 

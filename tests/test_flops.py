@@ -6,11 +6,11 @@ from the reference notes (§7); the tiny cases are worked out by hand below.
 
 import json
 import os
-import subprocess
 import sys
 import types
 
 import pytest
+from harness import run_script
 
 from electra_tf import flops, objectives
 from electra_tf.errors import UserError
@@ -339,14 +339,7 @@ def test_pretraining_flops_per_step_errors():
 
 
 def _run_script(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "count_flops.py"), *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    return run_script("count_flops.py", *args, timeout=300)
 
 
 def test_count_flops_json():

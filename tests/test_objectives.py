@@ -15,7 +15,7 @@ from electra_tf import masking, run_dir
 from electra_tf.electra_mlm import ElectraMLMScorer, electra_mlm_probs
 from electra_tf.errors import UserError
 from electra_tf.objectives.all_tokens_mlm import all_tokens_log_probs
-from electra_tf.optimization import ElectraAdamW
+from electra_tf.optimization import ElectraAdamW, dense_gradients
 from electra_tf.pretraining_config import PretrainingConfig
 
 
@@ -31,10 +31,7 @@ def _train(model, steps=3):
                 "loss"
             ]
         grads = tape.gradient(loss, variables)
-        grads = [
-            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-            for g, v in zip(grads, variables)
-        ]
+        grads = dense_gradients(grads, variables)
         grads, _ = opt.clip(grads)
         opt.apply_gradients(grads)
         losses.append(float(loss))

@@ -5,12 +5,11 @@ import hashlib
 import json
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from harness import run_script
 
 from electra_tf import pretraining_data as pd
 from electra_tf.errors import UserError
@@ -381,14 +380,7 @@ def test_check_dataset_info(built, tmp_path, vocab_file):
 
 
 def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, os.path.join(REPO, "build_pretraining_dataset.py"), *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-        timeout=300,
-    )
+    return run_script("build_pretraining_dataset.py", *args, timeout=300)
 
 
 @pytest.mark.slow

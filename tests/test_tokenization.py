@@ -187,21 +187,15 @@ def test_cli(tmp_path):
     src.write_text("Hello, World!\n\nCafé 一\n", encoding="utf-8")
     out = tmp_path / "out.txt"
     cmd = [sys.executable, "-m", "electra_tf.tokenization", f"--vocab_file={VOCAB}"]
-    run = subprocess.run(
-        [*cmd, f"--input={src}", f"--output={out}"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+
+    def tokenize(source):
+        return subprocess.run(
+            [*cmd, f"--input={source}", f"--output={out}"], cwd=ROOT, capture_output=True, text=True
+        )
+
+    run = tokenize(src)
     assert run.returncode == 0, run.stderr
     assert out.read_text().splitlines() == ["7592 1010 2088 999", "", "7668 1740"]
-    bad = subprocess.run(
-        [*cmd, f"--input={tmp_path / 'missing.txt'}", f"--output={out}"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    bad = tokenize(tmp_path / "missing.txt")
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines()[-1].startswith("error: input file not found")

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from electra_tf import tokenization
 from electra_tf.errors import UserError
@@ -124,3 +125,10 @@ def read_lines(path: str) -> list[str]:
     if not any(line.strip() for line in lines):
         raise UserError(f"{path}: empty file")
     return lines
+
+
+def softmax_cross_entropy(logits: tf.Tensor, labels: tf.Tensor, num_labels: int):
+    """(-log softmax(logits)[label] over the last axis, the argmax predictions), float32 logits;
+    the loss of the classification and tagging heads."""
+    loss = -tf.reduce_sum(tf.one_hot(labels, num_labels) * tf.nn.log_softmax(logits, axis=-1), -1)
+    return loss, tf.argmax(logits, axis=-1, output_type=tf.int32)

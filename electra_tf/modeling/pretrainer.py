@@ -99,9 +99,6 @@ class ElectraPretrainer(keras.Model):
     def max_predictions(self) -> int:
         return self.objective.max_predictions
 
-    def objective_heads(self) -> list:
-        return [getattr(self, name) for name in self.objective.head_names]
-
     def weights_of(self, parts) -> list:
         """The distinct weights of the named attributes ("discriminator", "generator",
         "generator_predictions", "discriminator_predictions", ...), in that order."""

@@ -2,8 +2,6 @@
 generator is trained by REINFORCE to maximise the discriminator's loss, instead of by maximum
 likelihood, with a learned baseline."""
 
-from typing import Tuple
-
 import tensorflow as tf
 
 from electra_tf import masking
@@ -32,10 +30,6 @@ class AdversarialReplacedTokenDetection(ReplacedTokenDetection):
         self.masked_positions_only = masked_positions_only
         self.name = "electra_15" if masked_positions_only else "electra"
 
-    @property
-    def head_names(self) -> Tuple[str, ...]:
-        return super().head_names + ("generator_baseline",)
-
     def make_heads(self, discriminator, generator, dtype=None):
         if generator is None:
             raise ValueError("adversarial_generator needs a generator network")
@@ -52,10 +46,8 @@ class AdversarialReplacedTokenDetection(ReplacedTokenDetection):
         )
         baseline.build((None, None, generator.config.hidden_size))
 
-    def discriminator_loss(self, model, gen, disc, dens, total, with_eval_stats):
-        stats = self.sampled_stats(gen, disc) if with_eval_stats else {}
+    def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
         total, out, all_losses, covered = self.detection_losses(model, gen, disc, dens, total)
-        out.update(stats)
         masked = gen.masked
         adv = adversarial_losses(
             model.generator_baseline,

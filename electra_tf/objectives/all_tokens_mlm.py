@@ -1,7 +1,7 @@
 """All-Tokens MLM (paper §3.5 / Table 5): as Replace MLM, but the encoder predicts every token,
 with a copy mechanism: p(x_t) = D_t·1[x_t = input_t] + (1 - D_t)·softmax(logits_t)[x_t]."""
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import tensorflow as tf
 
@@ -15,10 +15,6 @@ class AllTokensMLM(ReplaceMLM):
 
     name = "all_tokens_mlm"
 
-    @property
-    def head_names(self) -> Tuple[str, ...]:
-        return ("discriminator_mlm_predictions", "copy_predictions")
-
     def make_heads(self, discriminator, generator, dtype=None):
         heads = super().make_heads(discriminator, generator, dtype)
         c = discriminator.config
@@ -27,8 +23,8 @@ class AllTokensMLM(ReplaceMLM):
         )
         return heads
 
-    def discriminator_loss(self, model, gen, disc, dens, total, with_eval_stats):
-        out = self.sampled_stats(gen, disc) if with_eval_stats else {}
+    def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
+        out = {}
         token_weights = tf.cast(disc.input_mask, tf.float32)
         logp, copy_prob, preds = all_tokens_log_probs(
             model.discriminator_mlm_predictions(disc.hidden),

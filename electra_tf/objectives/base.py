@@ -86,14 +86,10 @@ class Objective:
         self.max_predictions = max_predictions
 
     # -- the model's shape
-    @property
-    def head_names(self) -> Tuple[str, ...]:
-        """Attributes of the pretrainer holding this objective's heads (checkpoint paths)."""
-        return ()
-
     def make_heads(self, discriminator, generator, dtype=None) -> Dict[str, keras.layers.Layer]:
-        """The objective's heads, by attribute name, constructed in a fixed order (initial
-        weights are drawn in construction order)."""
+        """The objective's heads by the pretrainer attribute that holds each (the attribute
+        names are checkpoint paths), constructed in a fixed order (initial weights are drawn in
+        construction order)."""
         return {}
 
     def build_heads(self, heads: Dict[str, keras.layers.Layer], discriminator, generator):
@@ -148,17 +144,23 @@ class Objective:
         total,
         with_eval_stats: bool,
     ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        """(`total` plus the discriminator side's loss terms, added in a fixed order so that the
-        float result does not depend on the grouping; sums). `model` holds the heads."""
-        raise NotImplementedError
-
-    def sampled_stats(self, gen: GeneratorOutputs, disc: DiscriminatorInputs) -> Dict:
-        masked = gen.masked
-        return {
-            "sampled_correct": tf.reduce_sum(
+        """(`total` plus the discriminator side's loss terms, sums): the generator samples'
+        accuracy (for eval), then the objective's own terms (`discriminator_terms`)."""
+        out = {}
+        if with_eval_stats:
+            masked = gen.masked
+            out["sampled_correct"] = tf.reduce_sum(
                 masked.masked_lm_weights * tf.cast(disc.sampled == masked.masked_lm_ids, tf.float32)
             )
-        }
+        total, terms = self.discriminator_terms(model, gen, disc, dens, total, with_eval_stats)
+        out.update(terms)
+        return total, out
+
+    def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
+        """`total` plus this objective's discriminator-side losses, added in a fixed order (so
+        that the float result does not depend on the grouping), and their sums. `model` holds
+        the heads."""
+        raise NotImplementedError
 
     # -- metrics
     def metrics(self, sums: Dict[str, np.ndarray]) -> Dict[str, float]:

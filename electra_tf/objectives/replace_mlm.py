@@ -1,7 +1,7 @@
 """Replace MLM (paper §3.5 / Table 5): the masked positions hold generator samples instead of
 [MASK], and the main encoder is trained with masked LM on them."""
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import tensorflow as tf
 
@@ -18,10 +18,6 @@ class ReplaceMLM(Objective):
     name = "replace_mlm"
     samples_avoid_special_tokens = True
 
-    @property
-    def head_names(self) -> Tuple[str, ...]:
-        return ("discriminator_mlm_predictions",)
-
     def make_heads(self, discriminator, generator, dtype=None):
         c = discriminator.config
         return {
@@ -34,8 +30,8 @@ class ReplaceMLM(Objective):
             )
         }
 
-    def discriminator_loss(self, model, gen, disc, dens, total, with_eval_stats):
-        out = self.sampled_stats(gen, disc) if with_eval_stats else {}
+    def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
+        out = {}
         masked = gen.masked
         weights = masked.masked_lm_weights
         gathered = masking.gather_positions(disc.hidden, masked.masked_lm_positions)

@@ -1,7 +1,7 @@
 """Replaced token detection (paper §3.1), on every real token (`electra`) or on the masked
 positions only (`electra_15`, paper §3.5 / Table 5)."""
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -28,10 +28,6 @@ class ReplacedTokenDetection(Objective):
     name = "electra"
     masked_positions_only = False
     detects_replaced_tokens = True
-
-    @property
-    def head_names(self) -> Tuple[str, ...]:
-        return ("discriminator_predictions",)
 
     def make_heads(self, discriminator, generator, dtype=None):
         c = discriminator.config
@@ -72,10 +68,8 @@ class ReplacedTokenDetection(Objective):
         out = {"disc_loss_sum": disc_sum, "disc_weight_sum": tf.reduce_sum(token_weights)}
         return total, out, all_losses, (losses, token_weights, logits, labels)
 
-    def discriminator_loss(self, model, gen, disc, dens, total, with_eval_stats):
-        stats = self.sampled_stats(gen, disc) if with_eval_stats else {}
+    def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
         total, out, _, covered = self.detection_losses(model, gen, disc, dens, total)
-        out.update(stats)
         if with_eval_stats:
             out.update(detection_eval_stats(*covered))
         return total, out

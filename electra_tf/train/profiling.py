@@ -9,7 +9,7 @@ from electra_tf import objectives, vocab
 from electra_tf.flops.analytic import config_value
 from electra_tf.flops.profiler import profile_function_flops
 from electra_tf.modeling.builders import build_pretrainer
-from electra_tf.optimization import ElectraAdamW
+from electra_tf.optimization import ElectraAdamW, dense_gradients
 from electra_tf.pretraining_config import PretrainingConfig
 
 
@@ -55,10 +55,7 @@ def profile_pretraining_flops(
         with tf.GradientTape() as tape:
             loss = forward(inputs)
         grads = tape.gradient(loss, variables)
-        grads = [
-            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-            for g, v in zip(grads, variables)
-        ]
+        grads = dense_gradients(grads, variables)
         grads, _ = optimizer.clip(grads)
         optimizer.apply_gradients(grads)
         return loss

@@ -8,15 +8,18 @@ Dropout seeds are a function of (seed, step, replica, micro-batch), masking and 
 (seed, step, example content): a step replays exactly on resume.
 """
 
-from typing import Dict
+import dataclasses
+from typing import Any, Dict
 
 import tensorflow as tf
 
+from electra_tf.optimization import dense_gradients
 from electra_tf.train.inputs import run_on_replicas
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.strategy import ReplicaLayout
 
 
+@dataclasses.dataclass
 class TrainStep:
     """Builds the training step's tf.function.
 
@@ -31,27 +34,15 @@ class TrainStep:
         jit_compile: XLA-compile the replica step (single replica only).
     """
 
-    def __init__(
-        self,
-        model,
-        optimizer,
-        loss_scale: DynamicLossScale,
-        step: tf.Variable,
-        strategy,
-        layout: ReplicaLayout,
-        seed: int,
-        accumulation_steps: int = 1,
-        jit_compile: bool = False,
-    ):
-        self.model = model
-        self.optimizer = optimizer
-        self.loss_scale = loss_scale
-        self.step = step
-        self.strategy = strategy
-        self.layout = layout
-        self.seed = seed
-        self.accumulation_steps = int(accumulation_steps)
-        self.jit_compile = jit_compile and layout.num_replicas == 1
+    model: Any
+    optimizer: Any
+    loss_scale: DynamicLossScale
+    step: tf.Variable
+    strategy: tf.distribute.Strategy
+    layout: ReplicaLayout
+    seed: int
+    accumulation_steps: int = 1
+    jit_compile: bool = False
 
     def replica_step(self, batch) -> Dict[str, tf.Tensor]:
         ctx = tf.distribute.get_replica_context()
@@ -82,10 +73,7 @@ class TrainStep:
                 )
                 scaled = out["loss"] * scale
             grads = tape.gradient(scaled, variables)
-            grads = [
-                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                for g, v in zip(grads, variables)
-            ]
+            grads = dense_gradients(grads, variables)
             return grads, out
 
         if accum == 1:
@@ -114,7 +102,7 @@ class TrainStep:
         """A tf.function(iterators) running one step on every replica; returns the first local
         replica's outputs (all-reduced sums and the loss)."""
         compute = self.replica_step
-        if self.jit_compile:
+        if self.jit_compile and self.layout.num_replicas == 1:
             compute = tf.function(compute, jit_compile=True)
 
         @tf.function

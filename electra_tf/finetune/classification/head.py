@@ -5,6 +5,8 @@ squared error against label / 5 for regression), summed over the batch by the ru
 import keras
 import tensorflow as tf
 
+from electra_tf.finetune.task import softmax_cross_entropy
+
 
 class ClassificationHead(keras.layers.Layer):
     """[CLS] -> dropout -> dense(num_labels) -> softmax cross-entropy (per example).
@@ -38,12 +40,11 @@ class ClassificationHead(keras.layers.Layer):
         reprs = self.dropout(sequence_output[:, 0], training=training)
         logits = tf.cast(self.dense(reprs), tf.float32)
         label_ids = features[f"{self.task_name}_label_ids"]
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        loss = -tf.reduce_sum(tf.one_hot(label_ids, self.num_labels) * log_probs, axis=-1)
+        loss, predictions = softmax_cross_entropy(logits, label_ids, self.num_labels)
         return {
             "loss": loss,
             "logits": logits,
-            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            "predictions": predictions,
             "label_ids": label_ids,
             "eid": features[f"{self.task_name}_eid"],
         }

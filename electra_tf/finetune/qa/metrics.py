@@ -49,18 +49,16 @@ def compute_f1(a_gold: str, a_pred: str) -> float:
     pred_toks = get_tokens(a_pred)
     if not gold_toks or not pred_toks:
         return float(gold_toks == pred_toks)
-    num_same = sum((collections.Counter(gold_toks) & collections.Counter(pred_toks)).values())
-    if num_same == 0:
-        return 0.0
-    precision = num_same / len(pred_toks)
-    recall = num_same / len(gold_toks)
-    return 2 * precision * recall / (precision + recall)
+    return _overlap_f1(pred_toks, gold_toks)
 
 
 def f1_score_v1(prediction: str, ground_truth: str) -> float:
     """SQuAD v1.1 / MRQA token F1 (no special case for empty strings)."""
-    pred_toks = normalize_answer(prediction).split()
-    gold_toks = normalize_answer(ground_truth).split()
+    return _overlap_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
+
+
+def _overlap_f1(pred_toks: list, gold_toks: list) -> float:
+    """F1 of the bag-of-tokens overlap, as both official scripts compute it."""
     num_same = sum((collections.Counter(pred_toks) & collections.Counter(gold_toks)).values())
     if num_same == 0:
         return 0.0

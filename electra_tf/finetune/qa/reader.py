@@ -8,13 +8,13 @@ whose text cannot be found in the projected words are dropped (counted). Malform
 """
 
 import dataclasses
-import json
 import os
 from typing import Any
 
 from absl import logging
 
 from electra_tf.errors import UserError
+from electra_tf.io_utils import parse_json, read_json
 
 
 def is_whitespace(c: str) -> bool:
@@ -163,13 +163,7 @@ def load_squad_json(path: str) -> list[dict[str, Any]]:
     """Reads an official SQuAD JSON file and returns its `data` list (clear errors if malformed)."""
     if not os.path.exists(path):
         raise UserError(f"{path}: file not found")
-    with open(path, "r", encoding="utf-8") as f:
-        try:
-            content = json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserError(
-                f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
-            ) from None
+    content = read_json(path)
     if not isinstance(content, dict) or not isinstance(content.get("data"), list):
         raise UserError(f"{path}: expected a SQuAD file, an object with a 'data' list")
     return content["data"]
@@ -198,12 +192,7 @@ def load_mrqa_jsonl(path: str) -> list[tuple[int, dict[str, Any]]]:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            try:
-                paragraph = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(
-                    f"{path}: line {lineno}: not valid JSON (column {e.colno}: {e.msg})"
-                ) from None
+            paragraph = parse_json(line, f"{path}: line {lineno}")
             if not isinstance(paragraph, dict):
                 raise UserError(f"{path}: line {lineno}: expected a JSON object")
             if "header" in paragraph:

@@ -4,6 +4,8 @@ dense(num_labels); the loss is the sum of the words' cross-entropies (per senten
 import keras
 import tensorflow as tf
 
+from electra_tf.finetune.task import softmax_cross_entropy
+
 
 class TaggingHead(keras.layers.Layer):
     """Gather each word's first sub-token -> dense(num_labels); loss = Σ_words CE (per sentence).
@@ -38,13 +40,11 @@ class TaggingHead(keras.layers.Layer):
         logits = tf.cast(self.dense(reprs), tf.float32)
         labels = features[f"{t}_labels"]
         mask = tf.cast(features[f"{t}_labels_mask"], tf.float32)
-        ce = -tf.reduce_sum(
-            tf.one_hot(labels, self.num_labels) * tf.nn.log_softmax(logits, axis=-1), axis=-1
-        )
+        ce, predictions = softmax_cross_entropy(logits, labels, self.num_labels)
         return {
             "loss": tf.reduce_sum(ce * mask, axis=-1),
             "logits": logits,
-            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            "predictions": predictions,
             "labels_mask": mask,
             "eid": features[f"{t}_eid"],
         }
