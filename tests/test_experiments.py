@@ -81,6 +81,7 @@ def test_steps_for_budget():
     assert efficiency.steps_for_budget(1.0, 7.0, 3) == 3  # at least one step per checkpoint
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not os.environ.get("ELECTRA_TF_EXPERIMENT_TESTS"),
     reason="~40 s on an idle 2-core machine (minutes when loaded); set ELECTRA_TF_EXPERIMENT_TESTS=1",
