@@ -52,6 +52,7 @@ flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_f
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step.")
 flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
 flags.DEFINE_integer("embedding_size", None, "None: the preset's (128 for small).")
+flags.DEFINE_bool("dropout", True, "--nodropout: dropout off (what the step's dropout costs).")
 flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads, ours and the peer's.")
 flags.DEFINE_float("peak_flops", 160e9, "Peak FLOP/s for MFU.")
 flags.DEFINE_enum("data", "synthetic", ["synthetic", "corpus"], "Where batches come from.")
@@ -99,6 +100,10 @@ def build_runner(tmp, tf):
     )
     if FLAGS.embedding_size:
         hparams["embedding_size"] = FLAGS.embedding_size
+    if not FLAGS.dropout:
+        hparams["model_hparam_overrides"] = dict(
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        )
     config = PretrainingConfig.from_flat("bench", tmp, hparams)
     return Trainer(config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
 
