@@ -18,7 +18,9 @@ max(1, min(N, round(p·len))) used, 85% of them replaced by [MASK]. The generato
 the N gathered positions only (as the original; HF's stock forward would run it on all L).
 Replacements are Gumbel-max samples from the generator's logits (no gradient). Loss
 1·MLM + 50·discriminator BCE over real tokens; AdamW (no decay on LayerNorm / bias, eps 1e-6),
-global-norm clipping at 1.0; dropout 0.1 in both networks. float32 only.
+global-norm clipping at 1.0; dropout 0.1 in both networks. float32, or the spec's
+"precision" mixed_bfloat16 / mixed_float16 as `torch.autocast` of the forward pass (weights and
+optimizer in float32, as Keras's mixed precision).
 
 Modes: by default runs `--warmup` then `--steps` steps and prints one JSON line. With `--serve`
 it prints {"ready": ...} after setting up, then answers stdin lines "run N" with one JSON line
@@ -131,9 +133,9 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         mlm_loss = (nll * weights).sum() / (mlm_den + 1e-6)
 
         with torch.no_grad():
-            u = torch.rand_like(logits)
+            u = torch.rand(logits.shape)
             gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
-            sampled = torch.argmax(logits / temperature + gumbel, -1)
+            sampled = torch.argmax(logits.float() / temperature + gumbel, -1)
             fake = input_ids.clone()
             upd = torch.where(weights > 0, sampled, input_ids[:, :1].expand(-1, n))
             fake.scatter_(1, positions, upd)
@@ -147,6 +149,10 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         disc_loss = (bce * tok_w).sum() / (disc_den + 1e-6)
         return gen_weight * mlm_loss + disc_weight * disc_loss
 
+    autocast = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}.get(
+        spec.get("precision", "float32")
+    )
+
     def step(batch):
         input_ids, input_mask, segment_ids = batch
         num = torch.clamp(torch.round(input_mask.sum(-1).float() * mask_prob), 1, n)
@@ -156,7 +162,8 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         for ids, m, s in zip(
             input_ids.chunk(accum), input_mask.chunk(accum), segment_ids.chunk(accum)
         ):
-            loss = losses(ids, m, s, mlm_den, disc_den)
+            with torch.autocast("cpu", dtype=autocast or torch.float32, enabled=bool(autocast)):
+                loss = losses(ids, m, s, mlm_den, disc_den)
             loss.backward()
             total += float(loss.detach())
         torch.nn.utils.clip_grad_norm_(all_params, clip)

@@ -13,10 +13,14 @@ from absl import app, flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = [
-    ("float32, no XLA", ["--nojit_compile"]),
-    ("float32, XLA", ["--jit_compile"]),
-    ("float32, XLA, 4 accumulation steps", ["--jit_compile", "--gradient_accumulation_steps=4"]),
-    ("mixed_bfloat16, XLA", ["--jit_compile", "--precision=mixed_bfloat16"]),
+    ("float32, no XLA", ["--jit_compile=false"]),
+    ("float32, XLA", ["--jit_compile=true"]),
+    (
+        "float32, XLA, 4 accumulation steps",
+        ["--jit_compile=true", "--gradient_accumulation_steps=4"],
+    ),
+    ("mixed_bfloat16, no XLA", ["--jit_compile=false", "--precision=mixed_bfloat16"]),
+    ("mixed_bfloat16, XLA", ["--jit_compile=true", "--precision=mixed_bfloat16"]),
 ]
 
 flags.DEFINE_integer("steps", 5, "Measured steps per variant.")

@@ -2,30 +2,32 @@
 side by side with the same step in Hugging Face transformers (PyTorch).
 
 python bench/train_step.py [--model_size=small --batch_size=32 --seq_len=128 --steps=10
-    --warmup=3 --jit_compile --precision=float32 --gradient_accumulation_steps=1
-    --generator_hidden_size=0.25 --threads=2 --peak_flops=160e9]
-    [--peer=hf --peer_python=/work/venv-bench/bin/python --rounds=2] [--data=synthetic|corpus]
-    [--json_only] [--profile_dir=DIR]
+    --warmup=3 --jit_compile=auto|true|false --iterations_per_loop=10 --precision=float32
+    --gradient_accumulation_steps=1 --generator_hidden_size=0.25 --[no]dropout --threads=2
+    --peak_flops=F] [--peer=hf --peer_python=/work/venv-bench/bin/python --rounds=2]
+    [--data=synthetic|corpus] [--json_only] [--profile_dir=DIR]
 
-Ours is exactly what `run_pretraining.py` runs: a `Trainer` (the default ELECTRA-small
-config: embedding 128, generator 1/4, AdamW, clip 1.0) under a OneDeviceStrategy, and the train
-function its `train()` calls (`Trainer.step_function`: the replica step, XLA-compiled when
-`--jit_compile`, with masking, Gumbel sampling, both networks, gradients, clipping and the
-optimizer update). The batches come from a `tf.data` iterator: by default one synthetic batch
-repeated (`--data=synthetic`, random word ids, every position a real token, so the step is
-measured alone), or `--data=corpus`: TFRecords built from the bundled corpus and read by the
-runner's own input pipeline.
+Ours is exactly what `run_pretraining.py` runs with its defaults: a `Trainer` (the default
+ELECTRA-small config: embedding 128, generator 1/4, AdamW, clip 1.0) under a OneDeviceStrategy,
+and the function its `train()` calls (`Trainer.step_function`: masking, generator, sampling,
+discriminator, gradients, clipping and the optimizer update, XLA-compiled where `jit_compile`
+says so; `--iterations_per_loop` steps per call, 10 as the default log interval makes them).
+The batches come from a `tf.data` iterator: by default one synthetic batch repeated
+(`--data=synthetic`, random word ids, every position a real token, so the step is measured
+alone), or `--data=corpus`: TFRecords built from the bundled corpus and read by the runner's own
+input pipeline.
 
-Each measured step is timed to the end of its work (the loss is fetched); the figure is the
-median over `--steps` steps after `--warmup` steps (the first includes tracing and compilation).
-FLOPs per step are the paper's analytic count (backward = 1x forward, as `run_pretraining.py`
-logs it); the `*_bwd2x` figures use backward = 2x forward (closer to the real arithmetic).
-MFU = FLOP/s / `--peak_flops` (default: the numpy float32 matmul peak of the project's CPU).
+Each call is timed to the end of its work (the losses are fetched); a step's time is its call's
+over its steps; the figure is the median over `--steps` steps after `--warmup` steps (the first
+includes tracing and compilation). FLOP/s and MFU use the real arithmetic of the step (lookups as
+gathers, backward = 2x forward; the paper's convention is printed beside it) against the peak
+`run_pretraining.py` uses (a table for accelerators, else this CPU's measured matmul peak;
+`--peak_flops` overrides).
 
 `--peer=hf` starts bench/peer_hf_step.py in a separate Python (`--peer_python`, which needs torch
-and transformers: bench/requirements.txt) on the same batch, with the same thread count, and
-alternates: `--rounds` times, our `--steps` steps then its `--steps` steps, so that both see the
-same machine load. ratio = ours / peer (seq/s).
+and transformers: bench/requirements.txt) on the same batch, with the same thread count and
+precision (`torch.autocast` for the mixed ones), and alternates: `--rounds` times, our `--steps`
+steps then its `--steps` steps, so that both see the same machine load. ratio = ours / peer.
 
 Prints one JSON line, then a table (unless --json_only).
 """
@@ -47,14 +49,17 @@ flags.DEFINE_integer("seq_len", 128, "Tokens per sequence.")
 flags.DEFINE_integer("steps", 10, "Measured steps (per round).")
 flags.DEFINE_integer("warmup", 3, "Unmeasured steps first (the first one compiles).")
 flags.DEFINE_integer("rounds", 1, "Measurement rounds (alternating with the peer).")
-flags.DEFINE_bool("jit_compile", True, "XLA-compile the step (the default of run_pretraining).")
+flags.DEFINE_enum(
+    "jit_compile", "auto", ["auto", "true", "false"], "XLA (run_pretraining's default: auto)."
+)
+flags.DEFINE_integer("iterations_per_loop", 10, "Steps per call (run_pretraining's default: 10).")
 flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step.")
 flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
 flags.DEFINE_integer("embedding_size", None, "None: the preset's (128 for small).")
 flags.DEFINE_bool("dropout", True, "--nodropout: dropout off (what the step's dropout costs).")
 flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads, ours and the peer's.")
-flags.DEFINE_float("peak_flops", 160e9, "Peak FLOP/s for MFU.")
+flags.DEFINE_float("peak_flops", None, "Peak FLOP/s for MFU (default: as run_pretraining's).")
 flags.DEFINE_enum("data", "synthetic", ["synthetic", "corpus"], "Where batches come from.")
 flags.DEFINE_enum("peer", "", ["", "hf"], "Also run the step in this framework.")
 flags.DEFINE_string("peer_python", "/work/venv-bench/bin/python", "Python with torch+transformers.")
@@ -87,7 +92,7 @@ def build_runner(tmp, tf):
         model_size=FLAGS.model_size,
         train_batch_size=FLAGS.batch_size,
         max_seq_length=FLAGS.seq_len,
-        jit_compile=FLAGS.jit_compile,
+        jit_compile={"auto": "auto", "true": True, "false": False}[FLAGS.jit_compile],
         precision=FLAGS.precision,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         generator_hidden_size=FLAGS.generator_hidden_size,
@@ -193,6 +198,7 @@ def peer_spec(runner, tmp, batch):
         gradient_accumulation_steps=c.scale.gradient_accumulation_steps,
         batch_file=batch_file,
         seed=c.scale.seed,
+        precision=FLAGS.precision,
     )
     path = os.path.join(tmp, "peer_spec.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -205,7 +211,7 @@ def main(_):
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
-    from electra_tf.modeling.builders import flops_per_step
+    from electra_tf.train import devices
 
     tmp = tempfile.mkdtemp(prefix="bench_train_step_")
     t_build = time.perf_counter()
@@ -215,19 +221,24 @@ def main(_):
     if FLAGS.data == "corpus":  # the peer gets the pipeline's first batch
         batch = {k: v.numpy() for k, v in next(iter(runner.iterators(True)[0])).items()}
     train_fn = runner.step_function()
+    per_call = max(1, FLAGS.iterations_per_loop)
 
-    def our_steps(n):
+    def our_steps(n, steps_per_call=per_call):
+        """Per-step times of n steps, run steps_per_call at a time (each call ends with the
+        losses fetched: one host synchronisation per call, as run_pretraining.py)."""
         times = []
-        for _ in range(n):
+        while n > 0:
+            k = min(steps_per_call, n)
             t0 = time.perf_counter()
-            out = train_fn(iterators)
-            float(out["loss"])  # waits for the step
-            times.append(time.perf_counter() - t0)
+            _, losses = train_fn(iterators, tf.constant(k, tf.int32))
+            losses.numpy()
+            times += [(time.perf_counter() - t0) / k] * k
+            n -= k
         return times
 
     peer = Peer(peer_spec(runner, tmp, batch)) if FLAGS.peer else None
     t0 = time.perf_counter()
-    our_steps(1)
+    our_steps(1, 1)
     compile_s = time.perf_counter() - t0
     our_steps(max(FLAGS.warmup - 1, 0))
     if peer:
@@ -244,33 +255,37 @@ def main(_):
     if peer:
         peer.close()
 
-    flops_bwd2x = flops_per_step(runner.config, len(runner.vocab), backward_factor=2.0)
+    real, paper, peak = runner.real_flops_per_step, runner.flops_per_step, runner.peak_flops
     med = statistics.median(ours)
     b, length = FLAGS.batch_size, FLAGS.seq_len
+    cpu, _ = devices.cpu_info()
     res = {
         "seq_per_s": b / med,
         "tokens_per_s": b * length / med,
-        "flops_per_s": runner.flops_per_step / med,
-        "mfu": runner.flops_per_step / med / FLAGS.peak_flops,
-        "flops_per_s_bwd2x": flops_bwd2x / med,
-        "mfu_bwd2x": flops_bwd2x / med / FLAGS.peak_flops,
+        "flops_per_s": real / med,
+        "mfu": real / med / peak,
         "step_s_median": med,
         "step_s_min": min(ours),
         "step_s_max": max(ours),
         "first_step_s": compile_s,
-        "flops_per_step": runner.flops_per_step,
-        "flops_per_step_bwd2x": flops_bwd2x,
-        "peak_flops": FLAGS.peak_flops,
+        "real_flops_per_step": real,
+        "paper_flops_per_step": paper,
+        "peak_flops": peak,
+        "peak_source": runner.peak_source,
+        "cpu": cpu,
         "model_size": FLAGS.model_size,
         "batch_size": b,
         "seq_len": length,
         "steps": FLAGS.steps,
         "warmup": FLAGS.warmup,
         "rounds": FLAGS.rounds,
-        "jit_compile": FLAGS.jit_compile,
+        "iterations_per_loop": per_call,
+        "jit_compile": runner.jit_compile,
+        "jit_reason": runner.jit_reason,
         "precision": FLAGS.precision,
         "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
         "generator_hidden_size": FLAGS.generator_hidden_size,
+        "dropout": FLAGS.dropout,
         "threads": FLAGS.threads,
         "data": FLAGS.data,
         "tensorflow": tf.__version__,
@@ -280,18 +295,17 @@ def main(_):
         pmed = statistics.median(theirs)
         res.update(
             peer=FLAGS.peer,
+            peer_precision=FLAGS.precision,
             peer_seq_per_s=b / pmed,
             peer_tokens_per_s=b * length / pmed,
             peer_step_s_median=pmed,
-            peer_flops_per_s=runner.flops_per_step / pmed,
-            peer_mfu=runner.flops_per_step / pmed / FLAGS.peak_flops,
+            peer_flops_per_s=real / pmed,
+            peer_mfu=real / pmed / peak,
             ratio=(b / med) / (b / pmed),
             peer_torch=peer.info.get("torch"),
             peer_transformers=peer.info.get("transformers"),
             peer_parameters=peer.info.get("parameters"),
         )
-        if FLAGS.precision != "float32":
-            res["peer_precision"] = "float32"
         # per-round medians show how much the machine's load moved during the run
         k = FLAGS.steps
         res["rounds_seq_per_s"] = [
@@ -303,15 +317,8 @@ def main(_):
     print(json.dumps(res), flush=True)
     if FLAGS.json_only:
         return
-    rows = [
-        (
-            "electra_tf (TF %s%s)" % (tf.__version__, ", XLA" if FLAGS.jit_compile else ""),
-            res["seq_per_s"],
-            res["step_s_median"],
-            res["flops_per_s"],
-            res["mfu"],
-        )
-    ]
+    xla = ", XLA" if runner.jit_compile else ""
+    rows = [(f"electra_tf (TF {tf.__version__}{xla})", res["seq_per_s"], med, res["flops_per_s"])]
     if peer:
         rows.append(
             (
@@ -319,27 +326,25 @@ def main(_):
                 res["peer_seq_per_s"],
                 pmed,
                 res["peer_flops_per_s"],
-                res["peer_mfu"],
             )
         )
     print(
         f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {FLAGS.precision}, "
         f"{FLAGS.threads} threads, median of {FLAGS.steps * FLAGS.rounds} steps "
-        f"after {FLAGS.warmup} warm-up; {runner.flops_per_step / 1e9:.1f} GFLOP/step "
-        f"(paper convention), peak {FLAGS.peak_flops / 1e9:.0f} GFLOP/s"
+        f"after {FLAGS.warmup} warm-up, on {cpu}; {real / 1e9:.1f} GFLOP/step real "
+        f"({paper / 1e9:.1f} paper convention); peak {peak / 1e9:.0f} GFLOP/s "
+        f"({runner.peak_source}); XLA {'on' if runner.jit_compile else 'off'} "
+        f"({runner.jit_reason})"
     )
     print(f"{'':44s} {'seq/s':>8s} {'tokens/s':>9s} {'s/step':>7s} {'GFLOP/s':>8s} {'MFU':>6s}")
-    for name, seq_s, step_s, fl, mfu in rows:
+    for name, seq_s, step_s, fl in rows:
         print(
             f"{name:44s} {seq_s:8.2f} {seq_s * length:9.0f} {step_s:7.3f} {fl / 1e9:8.1f} "
-            f"{mfu:6.1%}"
+            f"{fl / peak:6.1%}"
         )
     if peer:
         print(f"ratio ours / peer: {res['ratio']:.2f}")
-    print(
-        f"(backward = 2x forward: {res['flops_per_s_bwd2x'] / 1e9:.1f} GFLOP/s, "
-        f"MFU {res['mfu_bwd2x']:.1%}; first step incl. compile {compile_s:.1f} s)"
-    )
+    print(f"(first step incl. compile {compile_s:.1f} s)")
 
 
 if __name__ == "__main__":

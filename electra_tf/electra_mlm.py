@@ -75,7 +75,7 @@ class ElectraMLMScorer:
             masked.input_ids, input_mask, segment_ids, masked.masked_lm_positions
         )
         policy = m.sampling_logits(logits, masked.masked_lm_ids)
-        sampled = masking.gumbel_sample(
+        sampled = masking.categorical_sample(
             policy,
             masking.random_key(seed, step, RANDOM_SAMPLING),
             masking.content_keys(input_ids, input_mask),

@@ -4,9 +4,22 @@ half-done (write a temporary file beside the target, then rename it over the tar
 import json
 import os
 import shutil
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from electra_tf.errors import UserError
+
+CACHE_DIR_ENV = "ELECTRA_TF_CACHE_DIR"
+
+
+def cache_dir() -> Optional[str]:
+    """Where this project caches what is slow to compute and depends only on the machine and the
+    code (tokenizer tables, a CPU's measured peak FLOP/s): $ELECTRA_TF_CACHE_DIR (set but empty:
+    no disk cache), else $XDG_CACHE_HOME/electra_tf, else ~/.cache/electra_tf."""
+    path = os.environ.get(CACHE_DIR_ENV)
+    if path is not None:
+        return path or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "electra_tf")
 
 
 def parse_json(text: str, source: str) -> Any:

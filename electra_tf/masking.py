@@ -1,4 +1,4 @@
-"""Dynamic masking, Gumbel-max sampling, and the gather/scatter helpers of the original.
+"""Dynamic masking, categorical sampling, and the gather/scatter helpers of the original.
 
 Randomness here comes from a counter-based hash: every random number is a pure function of
 (run seed, step, the example's content, position). So the masks and samples of a step do not
@@ -181,15 +181,34 @@ def mask_inputs(
     )
 
 
-def gumbel_sample(logits: tf.Tensor, key: tf.Tensor, example_ids: tf.Tensor) -> tf.Tensor:
-    """Gumbel-max sample (an exact categorical draw) from logits [B, N, V], in float32.
+SAMPLING_BLOCK = 128
 
-    The logits are the sampling distribution as is (temperature and disallowed tokens are the
-    pretrainer's `sampling_logits`). Returns int32 ids [B, N], with no gradient.
+
+def categorical_sample(logits: tf.Tensor, key: tf.Tensor, example_ids: tf.Tensor) -> tf.Tensor:
+    """One categorical draw per row of logits [B, N, V] (float32), with no gradient.
+
+    Inverse-CDF sampling in two stages, so that a draw costs one exp per vocab entry and two
+    uniforms per row (Gumbel-max needs a uniform and two logs per vocab entry): a block of
+    `SAMPLING_BLOCK` consecutive ids is drawn from the blocks' total probabilities, then an id
+    within it. The uniforms are keyed by (key, example content, slot) as all of the objective's
+    randomness. Ids of probability 0 (a logit -1000 below the rest) are never drawn.
     """
     logits = tf.cast(logits, tf.float32)
-    inner = [logits.shape[1], logits.shape[2]]
-    u = counter_uniform(key, example_counters(example_ids, inner))
-    gumbel = -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)
-    # argmax(softmax(x)) == argmax(x): the softmax of the original is skipped
-    return tf.stop_gradient(tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32))
+    batch, n, vocab = tf.shape(logits)[0], tf.shape(logits)[1], tf.shape(logits)[2]
+    num_blocks = (vocab + SAMPLING_BLOCK - 1) // SAMPLING_BLOCK
+    weights = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))  # unnormalised
+    weights = tf.pad(weights, [[0, 0], [0, 0], [0, num_blocks * SAMPLING_BLOCK - vocab]])
+    weights = tf.reshape(weights, [batch, n, num_blocks, SAMPLING_BLOCK])
+    u = counter_uniform(key, example_counters(example_ids, [2, logits.shape[1]]))  # [B, 2, N]
+    block = _inverse_cdf(tf.reduce_sum(weights, axis=-1), u[:, 0])  # [B, N]
+    within = _inverse_cdf(tf.gather(weights, block, batch_dims=2), u[:, 1])
+    return tf.stop_gradient(block * SAMPLING_BLOCK + within)
+
+
+def _inverse_cdf(weights: tf.Tensor, u: tf.Tensor) -> tf.Tensor:
+    """The index i [..] with cdf[i-1] <= u·total < cdf[i] over the last axis of weights [.., K]
+    (unnormalised, >= 0); u in [0, 1)."""
+    cdf = tf.cumsum(weights, axis=-1)
+    target = u * cdf[..., -1]
+    index = tf.reduce_sum(tf.cast(cdf <= target[..., tf.newaxis], tf.int32), axis=-1)
+    return tf.minimum(index, tf.shape(weights)[-1] - 1)

@@ -101,11 +101,19 @@ class PathHparams:
 class ScaleHparams:
     distribution: str = hparam("auto", choices=DISTRIBUTIONS)
     precision: str = hparam("float32", choices=PRECISIONS)
-    jit_compile: bool = hparam(True, help="XLA-compile the training step")
+    # "auto": XLA where it is the faster path (GPUs, TPUs, CPUs without AVX512_BF16; see
+    # electra_tf.train.devices), the graph path elsewhere
+    jit_compile: Union[bool, Literal["auto"]] = hparam("auto", help="XLA-compile the step")
+    # training steps per tf.function call (one host synchronisation each), as the original's;
+    # a call also ends at each multiple of log_every_steps and save_checkpoints_steps
+    iterations_per_loop: int = 200
+    # all-reduce gradients in this dtype (None: float32): half the bytes on the wire, for
+    # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
+    allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"))
     gradient_accumulation_steps: int = 1
     seed: int = 0
     deterministic: bool = False
-    peak_flops: Optional[float] = hparam(None, help="None: a measured default (see README)")
+    peak_flops: Optional[float] = hparam(None, help="None: measured or from a table (MFU)")
 
 
 SECTIONS = {
@@ -215,6 +223,7 @@ class PretrainingConfig:
         if not 0 < o.mask_prob < 1:
             raise UserError(f"mask_prob must be in (0, 1), got {o.mask_prob}")
         for key, value in (
+            ("iterations_per_loop", s.iterations_per_loop),
             ("train_batch_size", self.optimizer.train_batch_size),
             ("eval_batch_size", r.eval_batch_size),
             ("num_train_steps", self.optimizer.num_train_steps),

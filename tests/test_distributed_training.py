@@ -77,7 +77,8 @@ def _run(data_dir, name, hparams, env=None, timeout=600):
 
 def test_mirrored_two_devices_equals_one_device(data_dir):
     """Same global batch on one device and on MirroredStrategy over 2 logical CPUs: the loss
-    trajectory and final weights agree to float32 summation-order noise (rtol 1e-4)."""
+    trajectory and final weights agree to float32 summation-order noise (rtol 1e-4); with each
+    replica's gradients XLA-compiled and all-reduced in bfloat16, to bfloat16 rounding."""
     code = textwrap.dedent(
         f"""
         import json, sys
@@ -87,20 +88,26 @@ def test_mirrored_two_devices_equals_one_device(data_dir):
         from electra_tf.pretraining_config import PretrainingConfig
         from electra_tf.train import Trainer
         results = {{}}
-        for name, strategy in [
-            ("one", tf.distribute.OneDeviceStrategy("/cpu:0")),
-            ("two", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])),
+        # one MirroredStrategy for both runs on two devices: collective-op keys are counted per
+        # strategy, and a second strategy would reuse the first one's with another dtype
+        mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        for name, strategy, extra in [
+            ("one", tf.distribute.OneDeviceStrategy("/cpu:0"), {{}}),
+            ("two", mirrored, {{}}),
+            ("two_xla_bf16", mirrored, dict(jit_compile=True, allreduce_dtype="bfloat16")),
         ]:
-            hp = dict(json.loads(sys.argv[1]), deterministic=False)
+            hp = dict(json.loads(sys.argv[1]), deterministic=False, **extra)
             cfg = PretrainingConfig.from_flat("mirror_" + name, {data_dir!r}, hp)
             trainer = Trainer(cfg, strategy=strategy)
             assert trainer.layout.num_replicas == (1 if name == "one" else 2)
             trainer.train()
             results[name] = {{v.path: v.numpy() for v in trainer.model.weights}}
-        diff = max(
-            float(np.max(np.abs(results["one"][k] - results["two"][k]))) for k in results["one"]
-        )
-        print("MAX_WEIGHT_DIFF", diff)
+        for other in ("two", "two_xla_bf16"):
+            diff = max(
+                float(np.max(np.abs(results["one"][k] - results[other][k])))
+                for k in results["one"]
+            )
+            print("MAX_WEIGHT_DIFF", other, diff)
         """
     )
     p = subprocess.run(
@@ -113,12 +120,16 @@ def test_mirrored_two_devices_equals_one_device(data_dir):
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     runs = p.stdout.split("training mirror_")
-    one, two = _losses(runs[1]), _losses(runs[2])
-    assert sorted(one) == sorted(two) == list(range(1, 7))
+    one, two, bf16 = _losses(runs[1]), _losses(runs[2]), _losses(runs[3])
+    assert sorted(one) == sorted(two) == sorted(bf16) == list(range(1, 7))
+    assert "XLA on" in runs[3]
     for step in one:
         assert one[step] == pytest.approx(two[step], rel=1e-4), step
-    diff = float(re.search(r"MAX_WEIGHT_DIFF (\S+)", p.stdout).group(1))
-    assert diff < 1e-4, diff
+        assert one[step] == pytest.approx(bf16[step], rel=1e-2), step
+    diffs = dict(re.findall(r"MAX_WEIGHT_DIFF (\S+) (\S+)", p.stdout))
+    assert float(diffs["two"]) < 1e-4, diffs
+    # bfloat16 keeps 8 bits of each gradient: the weights move apart, but not far
+    assert 0 < float(diffs["two_xla_bf16"]) < 2e-2, diffs
 
 
 def _free_ports(n):
@@ -157,27 +168,36 @@ def test_multi_worker_lock_step_matches_single_worker(data_dir):
     assert max(float(np.max(np.abs(a[k] - b[k]))) for k in a) < 1e-4
 
 
-def test_kill_9_then_resume_matches_uninterrupted_run(data_dir):
-    hp = {**TINY, "num_train_steps": 10}
-    reference = _losses(_run(data_dir, "uninterrupted", hp))
-    p = _pretrain(data_dir, "killed", hp)
+@pytest.mark.parametrize(
+    "name,extra,kill_after",
+    [
+        ("one_step_per_call", dict(iterations_per_loop=1), 5),
+        # 4 steps per call, cut at the log (every 3) and save (every 4) boundaries: the kill
+        # lands after the checkpoint at 4, the resumed run replays 5.. in calls of other lengths
+        ("loops", dict(iterations_per_loop=4, log_every_steps=3, save_checkpoints_steps=4), 6),
+    ],
+)
+def test_kill_9_then_resume_matches_uninterrupted_run(data_dir, name, extra, kill_after):
+    hp = {**TINY, "num_train_steps": 10, **extra}
+    reference = _losses(_run(data_dir, f"uninterrupted_{name}", hp))
+    p = _pretrain(data_dir, f"killed_{name}", hp)
     seen = ""
     deadline = time.time() + 600
-    while time.time() < deadline:  # wait for step 5, past the checkpoint at step 4
+    while time.time() < deadline:  # wait for a step past the checkpoint at step 4
         line = p.stdout.readline()
         seen += line
-        if line.startswith("step 5/") or not line:
+        if line.startswith(f"step {kill_after}/") or not line:
             break
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert p.returncode == -signal.SIGKILL, seen[-3000:]
-    resumed_out = _run(data_dir, "killed", hp)
+    resumed_out = _run(data_dir, f"killed_{name}", hp)
     assert re.search(r"resumed from \S+ckpt-4 at step 4", resumed_out), resumed_out[-2000:]
     first, resumed = _losses(seen), _losses(resumed_out)
-    assert sorted(resumed) == list(range(5, 11))
+    assert sorted(resumed) == [s for s in sorted(reference) if s > 4]
     for step, loss in {**first, **resumed}.items():
         assert loss == reference[step], (step, loss, reference[step])
-    a, b = _weights(data_dir, "uninterrupted"), _weights(data_dir, "killed")
+    a, b = _weights(data_dir, f"uninterrupted_{name}"), _weights(data_dir, f"killed_{name}")
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
 

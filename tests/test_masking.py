@@ -91,12 +91,32 @@ def test_scatter_update_ignores_position_zero_and_averages_duplicates():
     assert mask.numpy().tolist() == [[0, 0, 1, 1]]
 
 
-def test_gumbel_sampling_matches_softmax():
-    logits = tf.math.log(tf.constant([[[0.1, 0.2, 0.7]]] * 4000))  # [4000, 1, 3]
-    keys = tf.range(4000, dtype=tf.int32)
-    draws = masking.gumbel_sample(logits, masking.random_key(1, 0, 1), keys).numpy().ravel()
-    freq = np.bincount(draws, minlength=3) / draws.size
-    np.testing.assert_allclose(freq, [0.1, 0.2, 0.7], atol=0.03)
+def test_categorical_sampling_matches_softmax_across_blocks():
+    # 300 ids: three blocks of 128 (the last one partial); mass in each block, ids of
+    # probability 0 (logit -1000, as disallowed tokens get) in between
+    vocab = 300
+    p = np.zeros(vocab)
+    p[[3, 100, 127, 128, 200, 299]] = [0.05, 0.1, 0.15, 0.2, 0.3, 0.2]
+    logits = np.where(p > 0, np.log(np.maximum(p, 1e-30)), -1000.0).astype(np.float32)
+    n = 20000
+    batch = tf.constant(np.broadcast_to(logits, (n // 4, 4, vocab)))  # [B, N, V]
+    keys = tf.range(n // 4, dtype=tf.int32)
+    draws = masking.categorical_sample(batch, masking.random_key(1, 0, 1), keys).numpy().ravel()
+    freq = np.bincount(draws, minlength=vocab) / draws.size
+    assert set(np.nonzero(freq)[0]) <= set(np.nonzero(p)[0])  # probability 0: never drawn
+    # chi-square over the six ids with mass (5 degrees of freedom: 20.5 is p = 0.001)
+    support = np.nonzero(p)[0]
+    expected = p[support] * draws.size
+    chi2 = float((((freq[support] * draws.size) - expected) ** 2 / expected).sum())
+    assert chi2 < 20.5, (chi2, freq[support])
+    # a pure function of (key, example content, slot): the same again, and in another order
+    again = masking.categorical_sample(batch, masking.random_key(1, 0, 1), keys).numpy()
+    np.testing.assert_array_equal(again.ravel(), draws)
+    perm = np.random.default_rng(0).permutation(n // 4)
+    shuffled = masking.categorical_sample(
+        tf.gather(batch, perm), masking.random_key(1, 0, 1), tf.gather(keys, perm)
+    ).numpy()
+    np.testing.assert_array_equal(shuffled, draws.reshape(n // 4, 4)[perm])
 
 
 def test_randomness_is_independent_of_batch_split_and_order():

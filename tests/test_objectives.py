@@ -375,7 +375,7 @@ def test_adversarial_generator_gradient_is_reinforce_through_sample_log_probs(
         gen_logits, hidden = model.generator_logits(
             m.input_ids, batch["input_mask"], batch["segment_ids"], m.masked_lm_positions
         )
-        sampled = masking.gumbel_sample(
+        sampled = masking.categorical_sample(
             gen_logits,
             masking.random_key(3, 0, 1),
             masking.content_keys(batch["input_ids"], batch["input_mask"]),

@@ -1,7 +1,7 @@
 """Building blocks of the BERT/ELECTRA encoder with the original's numerics.
 
 LayerNorm statistics are computed in float32 under any dtype policy, GELU is the exact erf form,
-and dropout draws stateless random numbers from a seed the caller passes in, so that a step's
+and dropout draws stateless random bits from a seed the caller passes in, so that a step's
 randomness is a pure function of (run seed, step, replica): resuming a run or replaying a step gives
 bit-identical masks without checkpointing any random-generator state.
 """
@@ -63,12 +63,27 @@ class LayerNorm(keras.layers.Layer):
         return {**super().get_config(), "epsilon": self.epsilon}
 
 
+# Dropout draws 16 bits per decision: one 32-bit Philox word serves two elements (half the random
+# numbers of a float32 uniform per element), compared as integers. Keeping an element when its draw
+# is >= round(rate * 2^16) drops it with probability round(rate * 2^16) / 2^16 (0.100006 for 0.1);
+# the kept values are scaled by the inverse of the exact keep probability.
+DROPOUT_BITS = 16
+
+
 def dropout(x: tf.Tensor, rate: float, seed) -> tf.Tensor:
     """Inverted dropout from a stateless seed (shape [2] int32/int64); identity when seed is None."""
     if seed is None or rate <= 0.0:
         return x
-    keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, dtype=tf.float32) >= rate
-    return tf.where(keep, x / tf.cast(1.0 - rate, x.dtype), tf.zeros_like(x))
+    levels = 1 << DROPOUT_BITS
+    threshold = int(round(rate * levels))
+    n = tf.size(x)
+    words = tf.random.stateless_uniform(
+        tf.reshape((n + 1) // 2, [1]), seed=seed, minval=None, maxval=None, dtype=tf.uint32
+    )
+    draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:n]  # two 16-bit draws per word
+    keep = tf.reshape(draws >= tf.constant(threshold, tf.uint16), tf.shape(x))
+    scale = tf.cast(levels / (levels - threshold), x.dtype)
+    return tf.where(keep, x * scale, tf.zeros_like(x))
 
 
 class SeedSequence:

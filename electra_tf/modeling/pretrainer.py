@@ -72,7 +72,7 @@ class ElectraPretrainer(keras.Model):
                 raise ValueError(
                     f"unigram_counts has shape {counts.shape}, not ({self.vocab_size},)"
                 )
-            # zero counts get a logit far below any Gumbel noise: never sampled
+            # zero counts get a logit 1e4 below the others: probability 0, never sampled
             self.unigram_logits = np.where(
                 counts > 0, np.log(np.maximum(counts, 1.0)), -1e4
             ).astype(np.float32)
@@ -229,7 +229,7 @@ class ElectraPretrainer(keras.Model):
             return out
         # sample: every masked position (including the 15% left unmasked) gets a sample
         policy_logits = self.sampling_logits(mlm_logits, masked.masked_lm_ids)
-        sampled = masking.gumbel_sample(
+        sampled = masking.categorical_sample(
             policy_logits, masking.random_key(seed, step, RANDOM_SAMPLING), example_ids
         )
         fake_ids, updated = masking.scatter_update(input_ids, sampled, masked.masked_lm_positions)

@@ -16,9 +16,7 @@ from typing import IO, Callable
 import numpy as np
 import tensorflow_text as tf_text
 
-from electra_tf.io_utils import write_atomically
-
-CACHE_DIR_ENV = "ELECTRA_TF_CACHE_DIR"
+from electra_tf.io_utils import CACHE_DIR_ENV, cache_dir, write_atomically  # noqa: F401
 
 
 def _source_digest() -> str:
@@ -33,16 +31,6 @@ def _source_digest() -> str:
 
 
 _SOURCE_DIGEST = _source_digest()
-
-
-def cache_dir() -> str | None:
-    """Where the tokenizer's tables and models are cached: $ELECTRA_TF_CACHE_DIR (set but empty:
-    no disk cache), else $XDG_CACHE_HOME/electra_tf, else ~/.cache/electra_tf."""
-    path = os.environ.get(CACHE_DIR_ENV)
-    if path is not None:
-        return path or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "electra_tf")
 
 
 def cache_file(kind: str, *key: object) -> str | None:

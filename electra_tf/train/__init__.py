@@ -3,10 +3,9 @@ checkpointing, progress output, the `Trainer`, and `--describe`."""
 
 from electra_tf.train.describe import describe, describe_json
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
-from electra_tf.train.trainer import DEFAULT_PEAK_FLOPS, Trainer
+from electra_tf.train.trainer import Trainer
 
 __all__ = [
-    "DEFAULT_PEAK_FLOPS",
     "ReplicaLayout",
     "Trainer",
     "build_strategy",

@@ -38,7 +38,8 @@ class ProgressLog:
         num_train_steps: the run's last step.
         every: `log_every_steps`.
         batch_size: sequences per step (global).
-        flops_per_step: FLOPs of one step (for the FLOP rate and MFU).
+        flops_per_step: the real FLOPs of one step (lookups as gathers, backward = 2x forward),
+            for the FLOP rate and MFU.
         peak_flops: the device's peak FLOP/s (MFU's denominator).
         writer: a summary writer (a no-op writer on non-chief workers).
     """
@@ -54,15 +55,16 @@ class ProgressLog:
         self.window_steps = 0
         self.compiled = False
 
-    def step_done(self, step: int) -> None:
-        """Called after each step; the first call marks the end of compilation."""
+    def step_done(self, step: int, steps: int = 1) -> None:
+        """Called after each call of the step function (`steps` steps); the first call marks the
+        end of compilation."""
         if not self.compiled:  # the first step includes tracing and XLA compilation
             log(f"step {step}: compiled and ran the first step in {time.time() - self.start:.1f}s")
             self.start = self.window_start = time.time()
             self.compiled = True
             self.window_steps = 0
         else:
-            self.window_steps += 1
+            self.window_steps += steps
 
     def due(self, step: int) -> bool:
         return step % self.every == 0 or step == self.num_train_steps
@@ -85,7 +87,7 @@ class ProgressLog:
             eta = (self.num_train_steps - step) / rate
             log(
                 f"{head} | {rate:.2f} steps/s {seq_s:.1f} seq/s "
-                f"{flops_s / 1e9:.1f} GFLOP/s MFU {flops_s / self.peak_flops:.1%} "
+                f"{flops_s / 1e9:.1f} GFLOP/s (real) MFU {flops_s / self.peak_flops:.1%} "
                 f"| ETA {fmt_time(eta)}"
             )
             scalars.update(
@@ -106,7 +108,6 @@ class ProgressLog:
         return {
             "global_step": step,
             "train_flops": total_flops,
-            "flops_per_step": self.flops_per_step,
             "train_flops_per_second": rate,
             "train_mfu": rate / self.peak_flops,
             "peak_flops": self.peak_flops,

@@ -9,7 +9,7 @@ Dropout seeds are a function of (seed, step, replica, micro-batch), masking and 
 """
 
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
@@ -27,11 +27,14 @@ class TrainStep:
         model: the `ElectraPretrainer`.
         optimizer: its `ElectraAdamW`.
         loss_scale: a `DynamicLossScale`.
-        step: the global step variable (int64), incremented once per call.
+        step: the global step variable (int64), incremented once per step.
         strategy, layout: the tf.distribute strategy and this process's `ReplicaLayout`.
         seed: the run's seed.
         accumulation_steps: micro-batches per replica batch.
-        jit_compile: XLA-compile the replica step (single replica only).
+        jit_compile: XLA-compile the replica's work: on one replica the whole step (gradients,
+            clipping and the update, fused), on several the gradient computation only (the
+            all-reduce and the update run outside XLA).
+        allreduce_dtype: all-reduce the gradients in this dtype (None: float32).
     """
 
     model: Any
@@ -43,14 +46,17 @@ class TrainStep:
     seed: int
     accumulation_steps: int = 1
     jit_compile: bool = False
+    allreduce_dtype: Optional[str] = None
 
-    def replica_step(self, batch) -> Dict[str, tf.Tensor]:
-        ctx = tf.distribute.get_replica_context()
-        dens = ctx.all_reduce(tf.distribute.ReduceOp.SUM, self.model.denominators(batch))
+    def __post_init__(self):
+        self._gradients = self.gradients
+        if self.jit_compile and self.layout.num_replicas > 1:
+            self._gradients = tf.function(self.gradients, jit_compile=True)
+
+    def gradients(self, batch, dens, replica):
+        """(summed gradients of this replica's micro-batches, scaled by the loss scale; summed
+        outputs) for one replica batch."""
         step = self.step
-        replica = ctx.replica_id_in_sync_group
-        if not isinstance(replica, tf.Tensor):
-            replica = tf.constant(replica)
         variables = self.model.trainable_weights
         accum = self.accumulation_steps
         scale = self.loss_scale.scale
@@ -77,18 +83,26 @@ class TrainStep:
             return grads, out
 
         if accum == 1:
-            grads, out = micro_grads(batch, 0)
-        else:
-            micro_batches = {
-                k: tf.reshape(v, [accum, -1] + v.shape[1:].as_list()) for k, v in batch.items()
-            }
-            grads, out = micro_grads({k: v[0] for k, v in micro_batches.items()}, 0)
-            for i in range(1, accum):
-                g_i, out_i = micro_grads({k: v[i] for k, v in micro_batches.items()}, i)
-                grads = [a + b for a, b in zip(grads, g_i)]
-                out = {k: out[k] + out_i[k] for k in out}
-        grads = [tf.cast(g, tf.float32) / scale for g in grads]
-        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            return micro_grads(batch, 0)
+        micro_batches = {
+            k: tf.reshape(v, [accum, -1] + v.shape[1:].as_list()) for k, v in batch.items()
+        }
+        grads, out = micro_grads({k: v[0] for k, v in micro_batches.items()}, 0)
+        for i in range(1, accum):
+            g_i, out_i = micro_grads({k: v[i] for k, v in micro_batches.items()}, i)
+            grads = [a + b for a, b in zip(grads, g_i)]
+            out = {k: out[k] + out_i[k] for k in out}
+        return grads, out
+
+    def replica_step(self, batch) -> Dict[str, tf.Tensor]:
+        ctx = tf.distribute.get_replica_context()
+        dens = ctx.all_reduce(tf.distribute.ReduceOp.SUM, self.model.denominators(batch))
+        replica = ctx.replica_id_in_sync_group
+        if not isinstance(replica, tf.Tensor):
+            replica = tf.constant(replica)
+        grads, out = self._gradients(batch, dens, replica)
+        scale = self.loss_scale.scale
+        grads = self.all_reduce(ctx, [tf.cast(g, tf.float32) for g in grads], scale)
         out = ctx.all_reduce(tf.distribute.ReduceOp.SUM, out)
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
         grads, grad_norm = self.optimizer.clip(grads)
@@ -98,18 +112,42 @@ class TrainStep:
         out["learning_rate"] = lr
         return out
 
+    def all_reduce(self, ctx, grads, scale):
+        """Sum over replicas, then unscale. In `allreduce_dtype` the (still loss-scaled)
+        gradients travel in half precision, so that float16's range sees the scaled values."""
+        if self.allreduce_dtype is None:
+            grads = [g / scale for g in grads]
+            return ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        half = [tf.cast(g, self.allreduce_dtype) for g in grads]
+        summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, half)
+        return [tf.cast(g, tf.float32) / scale for g in summed]
+
     def function(self):
-        """A tf.function(iterators) running one step on every replica; returns the first local
-        replica's outputs (all-reduced sums and the loss)."""
+        """A tf.function(iterators, num_steps) running `num_steps` (>= 1) steps on every replica
+        in one call; returns the last step's outputs (the first local replica's: all-reduced
+        sums, the loss) and every step's loss [num_steps]."""
         compute = self.replica_step
         if self.jit_compile and self.layout.num_replicas == 1:
             compute = tf.function(compute, jit_compile=True)
 
-        @tf.function
-        def train_fn(iterators):
+        # One graph function for a step, never inlined into its caller: a step then computes
+        # exactly the same floats whether it runs first in a call or later inside the loop,
+        # so a run resumed mid-loop (calls of other lengths) replays bit for bit.
+        @tf.function(experimental_attributes={"_noinline": True})
+        def one_step(iterators):
             out = run_on_replicas(self.strategy, self.layout, compute, iterators)
             self.step.assign_add(1)
             return self.strategy.experimental_local_results(out)[0]
+
+        @tf.function
+        def train_fn(iterators, num_steps):
+            losses = tf.TensorArray(tf.float32, size=num_steps)
+            out = one_step(iterators)
+            losses = losses.write(0, tf.cast(out["loss"], tf.float32))
+            for i in tf.range(1, num_steps):
+                out = one_step(iterators)
+                losses = losses.write(i, tf.cast(out["loss"], tf.float32))
+            return out, losses.stack()
 
         return train_fn
 

@@ -17,6 +17,7 @@ from electra_tf.errors import UserError
 from electra_tf.modeling import builders
 from electra_tf.optimization import ElectraAdamW, ElectraSchedule
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.train import devices
 from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start
 from electra_tf.train.inputs import replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
@@ -25,9 +26,15 @@ from electra_tf.train.progress import ProgressLog, log, write_scalars
 from electra_tf.train.step import TrainStep, eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
 
-# A default peak for MFU on a machine we cannot query: float32 matmul throughput measured on the
-# project's 2-core AVX2 CPU with numpy (see README). Override with the `peak_flops` hparam.
-DEFAULT_PEAK_FLOPS = 160e9
+
+def steps_in_call(step: int, last: int, iterations: int, log_every: int, save_every: int) -> int:
+    """Steps the next call of the step function runs from `step`: `iterations_per_loop`, cut at
+    the next multiple of log_every_steps and of save_checkpoints_steps and at the last step, so
+    that progress lines and checkpoints come where they would one step per call."""
+    n = min(iterations, last - step)
+    for every in (log_every, save_every):
+        n = min(n, every - step % every)
+    return max(n, 1)
 
 
 class Trainer:
@@ -85,8 +92,16 @@ class Trainer:
                 clip_norm=o.clip_norm,
             )
             self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
+        # the paper's convention (lookups as dense products, backward = forward): train_flops
         self.flops_per_step = builders.flops_per_step(c, self.vocab_size)
-        self.peak_flops = float(c.scale.peak_flops or DEFAULT_PEAK_FLOPS)
+        # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU
+        self.real_flops_per_step = builders.flops_per_step(
+            c, self.vocab_size, sparse_embed_lookup=True, backward_factor=2.0
+        )
+        self.jit_compile, self.jit_reason = devices.choose_jit_compile(c.scale.jit_compile)
+        self.peak_flops, self.peak_source = devices.peak_flops(
+            c.scale.precision, c.scale.peak_flops
+        )
         self.train_summary: Dict[str, float] = {}  # filled by train(), merged into evaluate()
 
     def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
@@ -94,7 +109,7 @@ class Trainer:
         return replica_iterators(self.config, self.layout, is_training, tfrecords)
 
     def step_function(self):
-        """The training step as a tf.function(iterators) (what `train` runs each step)."""
+        """The training step as a tf.function(iterators, num_steps) (what `train` runs)."""
         c = self.config
         return TrainStep(
             self.model,
@@ -105,7 +120,8 @@ class Trainer:
             self.layout,
             c.scale.seed,
             c.scale.gradient_accumulation_steps,
-            c.scale.jit_compile,
+            self.jit_compile,
+            c.scale.allreduce_dtype,
         ).function()
 
     def write_run_config(self) -> None:
@@ -159,29 +175,44 @@ class Trainer:
         log(
             f"training {c.model_name}: steps {start_step} -> {last_step}, global batch "
             f"{c.optimizer.train_batch_size} on {self.layout.num_replicas} replica(s), "
-            f"{self.flops_per_step:.3e} FLOPs/step"
+            f"{self.flops_per_step:.3e} FLOPs/step (paper convention), "
+            f"{self.real_flops_per_step:.3e} real; XLA {'on' if self.jit_compile else 'off'} "
+            f"({self.jit_reason}); peak {self.peak_flops / 1e9:.0f} GFLOP/s ({self.peak_source})"
         )
         progress = ProgressLog(
             last_step,
             c.run.log_every_steps,
             c.optimizer.train_batch_size,
-            self.flops_per_step,
+            self.real_flops_per_step,
             self.peak_flops,
             writer,
         )
         total_flops = start_step * self.flops_per_step
         with StopSignal() as stop:
             while int(self.step.numpy()) < last_step:
-                out = train_fn(iterators)
                 step = int(self.step.numpy())
-                loss = float(out["loss"])
-                progress.step_done(step)
-                if not np.isfinite(loss):
-                    raise UserError(
-                        f"non-finite loss ({loss}) at step {step}; the last good checkpoint is "
-                        f"{ckpt.latest or 'none'} (kept)"
+                # the first call runs one step (it includes tracing and compilation)
+                n = 1
+                if progress.compiled:
+                    n = steps_in_call(
+                        step,
+                        last_step,
+                        c.scale.iterations_per_loop,
+                        c.run.log_every_steps,
+                        c.run.save_checkpoints_steps,
                     )
-                total_flops += self.flops_per_step
+                out, losses = train_fn(iterators, tf.constant(n, tf.int32))
+                losses = losses.numpy()
+                step = int(self.step.numpy())
+                progress.step_done(step, n)
+                bad = np.flatnonzero(~np.isfinite(losses))
+                if bad.size:
+                    raise UserError(
+                        f"non-finite loss ({losses[bad[0]]}) at step {step - n + 1 + bad[0]}; the "
+                        f"last good checkpoint is {ckpt.latest or 'none'} (kept)"
+                    )
+                loss = float(losses[-1])
+                total_flops += n * self.flops_per_step
                 if step % c.run.save_checkpoints_steps == 0:  # as the original: at multiples
                     ckpt.save()
                 if progress.due(step):
@@ -208,7 +239,7 @@ class Trainer:
         ckpt.restore_for_eval(latest)
         iterators = self.iterators(is_training=False, tfrecords=tfrecords)
         eval_fn = eval_function(
-            self.model, self.step, self.strategy, self.layout, c.scale.seed, c.scale.jit_compile
+            self.model, self.step, self.strategy, self.layout, c.scale.seed, self.jit_compile
         )
         sums: Dict[str, np.ndarray] = {}
         steps = 0
@@ -231,7 +262,10 @@ class Trainer:
         metrics["loss"] = float(sums["loss"] / (steps * self.layout.num_replicas))
         metrics["global_step"] = int(self.step.numpy())
         metrics["eval_steps"] = steps
-        metrics["train_flops"] = metrics["global_step"] * self.flops_per_step
+        metrics["train_flops"] = metrics["global_step"] * self.flops_per_step  # paper convention
+        metrics["flops_per_step"] = self.flops_per_step
+        metrics["real_flops_per_step"] = self.real_flops_per_step
+        metrics["train_flops_real"] = metrics["global_step"] * self.real_flops_per_step
         metrics.update(self.train_summary)
         if self.layout.is_chief:
             self.run.write_eval_results(metrics)
