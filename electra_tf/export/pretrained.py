@@ -105,13 +105,16 @@ def export_saved_model(
     head: str,
     export_dir: str,
     vocab_file: str,
-    max_seq_length: int = 128,
+    max_seq_length: Optional[int] = None,
     do_lower_case: Optional[bool] = None,
 ) -> ServingModule:
-    """Writes the SavedModel for `head` (discriminator | generator | encoder)."""
+    """Writes the SavedModel for `head` (discriminator | generator | encoder); `max_seq_length`
+    None: 128, or max_position_embeddings where that is smaller."""
     check_export_dir(export_dir)
     nets = loaded.networks
     encoder = nets.generator if head == "generator" else nets.discriminator
+    if max_seq_length is None:
+        max_seq_length = min(128, encoder.config.max_position_embeddings)
     if max_seq_length < 3 or max_seq_length > encoder.config.max_position_embeddings:
         raise UserError(
             f"max_seq_length {max_seq_length} is not in [3, max_position_embeddings "
