@@ -5,9 +5,11 @@ this project's export writes exactly those tensors; ours -> Hugging Face -> ours
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
+from harness import run_script
 from safetensors.numpy import load_file, save_file
 from test_checkpoints import (
     HG,
@@ -29,6 +31,7 @@ from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import build_model
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "finetune")
 LINEARS = [
     ("attention.self.query", "attention/self/query"),
     ("attention.self.key", "attention/self/key"),
@@ -303,3 +306,74 @@ def test_finetuning_starts_from_a_hugging_face_directory(hf, tmp_path):
     np.testing.assert_array_equal(
         tuned.encoder(ids, mask, seg).numpy(), model.discriminator(ids, mask, seg).numpy()
     )
+
+
+@pytest.mark.slow
+def test_cli_finetunes_from_a_hugging_face_directory(hf, tmp_path):
+    """run_finetuning.py with init_checkpoint = a Hugging Face directory of 16 positions: the
+    tasks' default length (128) is lowered to 16, the directory's vocab and casing are used."""
+    _, model, _, _ = hf
+    t = hf_discriminator(values(model))
+    t["electra.embeddings.position_embeddings.weight"] = t[
+        "electra.embeddings.position_embeddings.weight"
+    ][:16]
+    config = hf_config("ElectraForPreTraining", H, 2, I, max_position_embeddings=16)
+    disc = write_hf(str(tmp_path / "disc16"), t, config, lower=False)
+    data = tmp_path / "data"
+    shutil.copytree(os.path.join(DATA, "sst"), data / "finetuning_data" / "sst")
+    hparams = {"task_names": ["sst"], "init_checkpoint": disc, "num_train_epochs": 1.0}
+    hparams.update(jit_compile=False, train_batch_size=2, seed=1)
+    p = run_script(
+        "run_finetuning.py",
+        f"--data_dir={data}",
+        "--model_name=m",
+        f"--hparams={json.dumps(hparams)}",
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert (
+        "the tasks' default 128 exceeds the model's max_position_embeddings; using 16" in p.stdout
+    )
+    result = json.load(open(data / "models" / "m" / "results" / "sst.json"))
+    assert result["config"]["max_seq_length"] == 16 and result["config"]["do_lower_case"] is False
+    assert result["config"]["vocab_file"] == os.path.join(disc, "vocab.txt")
+    assert result["model_config"]["hidden_size"] == H
+
+
+@pytest.mark.slow
+def test_score_electra_mlm_scores_a_pair_as_it_scores_the_run(tiny_dataset, tmp_path):
+    """The same weights scored from this project's run and from their Hugging Face export."""
+    import tensorflow as tf
+    from harness import TINY_RUN
+
+    from electra_tf.modeling.builders import build_pretrainer
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.vocab import read_vocab, special_token_ids
+
+    data = str(tmp_path / "data")
+    shutil.copytree(tiny_dataset, data)
+    vocab_file = os.path.join(data, "vocab.txt")
+    config = PretrainingConfig.from_flat("run", data, dict(TINY_RUN))
+    tokens = read_vocab(vocab_file)
+    model = build_pretrainer(config, len(tokens), special_token_ids(tokens, vocab_file))
+    rng = np.random.default_rng(0)
+    for w in {id(w): w for w in model.weights}.values():
+        w.assign(rng.normal(0, 0.2, w.shape).astype(np.float32) + ("gamma" in w.path))
+    run = run_dir.RunDirectory(os.path.join(data, "models", "run"))
+    disc, gen = config.model_configs(len(tokens))
+    run.write_config(run_dir.PRETRAINING, config.to_flat(), disc, gen)
+    run.copy_vocab(vocab_file)
+    tf.train.Checkpoint(model=model).save(os.path.join(run.path, "ckpt"))
+    loaded = loading.load_networks(run.path)
+    d, g = str(tmp_path / "d"), str(tmp_path / "g")
+    export.export_huggingface(loaded, "discriminator", d, vocab_file)
+    export.export_huggingface(loaded, "generator", g, vocab_file)
+    common = [f"--data_dir={data}", "--num_batches=2", "--batch_size=4", "--top_k=8"]
+    ours = run_script("score_electra_mlm.py", "--model_name=run", *common)
+    theirs = run_script(
+        "score_electra_mlm.py", f"--checkpoint={d},{g}", "--max_seq_length=32", *common
+    )
+    assert ours.returncode == 0 and theirs.returncode == 0, (ours.stderr + theirs.stderr)[-3000:]
+    a, b = (json.loads(p.stdout[p.stdout.index("{") :]) for p in (ours, theirs))
+    assert a["num_predictions"] == b["num_predictions"] > 0
+    for key in ("electra_mlm_accuracy", "generator_mlm_accuracy", "target_in_top_k"):
+        assert a[key] == pytest.approx(b[key]), key
