@@ -51,6 +51,7 @@ HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # sharded weights
 HF_PICKLE_FILE = "pytorch_model.bin"  # never loaded: unpickling runs arbitrary code
 HF_TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of vocab.txt
+HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
 HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
 # what a run's config.json holds beside the flat hparams
@@ -183,9 +184,10 @@ def _is_huggingface_dir(path: str) -> bool:
 
 
 def huggingface_dirs(path: str) -> Optional[List[str]]:
-    """The Hugging Face directories `path` names: one, or two joined by a comma (the
-    discriminator's, then the generator's); None when it names none. A directory with a
-    Hugging Face config.json but only `pytorch_model.bin` is an error."""
+    """The Hugging Face directories `path` names: one, or two joined by a comma (a
+    discriminator's and a generator's: returned in that order when their config.json
+    `architectures` say which is the ElectraForMaskedLM); None when it names none. A directory
+    with a Hugging Face config.json but only `pytorch_model.bin` is an error."""
     parts = [p.strip() for p in path.split(",")] if "," in path else [path]
     found = [p for p in parts if _is_huggingface_dir(p)]
     if not found:
@@ -194,6 +196,9 @@ def huggingface_dirs(path: str) -> Optional[List[str]]:
         raise UserError(
             f"{path}: a comma joins exactly two Hugging Face directories (DISC_DIR,GEN_DIR)"
         )
+    generator = [read_json(os.path.join(p, CONFIG_FILE)).get("architectures") for p in found]
+    if len(found) == 2 and generator[0] == [HF_GENERATOR] and generator[1] != [HF_GENERATOR]:
+        found.reverse()
     return found
 
 

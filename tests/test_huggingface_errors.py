@@ -94,11 +94,17 @@ def test_generator_head_needs_gelu(tensors, tmp_path):
     assert loading.load_networks(d, head="encoder").parts == ("discriminator",)  # no head: fine
 
 
-def test_pairs_are_discriminator_then_generator_and_must_agree(tensors, tmp_path):
+def test_pairs_are_a_discriminator_and_a_generator_that_agree(tensors, tmp_path):
     d = disc_dir(tmp_path / "d", tensors[0])
     g = write_hf(str(tmp_path / "g"), tensors[1], hf_config("ElectraForMaskedLM", HG, 1, IG))
+    # the generator first: its config.json's architectures tell, and the pair is reordered
+    assert run_dir.huggingface_dirs(f"{g},{d}") == [d, g]
+    assert loading.load_networks(f"{g},{d}").parts == loading.PARTS
+    config = hf_config("ElectraForMaskedLM", HG, 1, IG)
+    del config["architectures"]  # ... else the order given must be right
+    unnamed = write_hf(str(tmp_path / "g0"), tensors[1], config)
     with pytest.raises(UserError, match="a pair is DISC_DIR,GEN_DIR"):
-        loading.load_networks(f"{g},{d}")
+        loading.load_networks(f"{unnamed},{d}")
     bigger = dict(tensors[1])  # a generator of one more token
     for k in ("electra.embeddings.word_embeddings.weight", "generator_lm_head.bias"):
         bigger[k] = np.concatenate([bigger[k], bigger[k][:1]])
