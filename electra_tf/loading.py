@@ -172,6 +172,8 @@ def _load_huggingface(prefix: str, head: Optional[str], overrides: Dict) -> Load
     has = {"discriminator": True, "generator": gen is not None}
     has["discriminator_predictions"] = first.architecture == DISCRIMINATOR
     has["generator_predictions"] = gen is not None or first.architecture == GENERATOR
+    if head == "discriminator" and gen is None and first.architecture == GENERATOR:
+        raise UserError(f"{prefix}: an ElectraForMaskedLM (a generator): use --head=generator")
     parts = _parts(prefix, has, head)
     untied = gen is not None and not hf.embeddings_shared(first, gen)
     generator = gen or first
