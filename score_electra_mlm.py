@@ -13,11 +13,12 @@ a masked LM over the generator's top-k candidates, next to the generator's own a
 scores another checkpoint instead: a pair of Hugging Face directories (ElectraForPreTraining,
 ElectraForMaskedLM), or any checkpoint `export_model.py` reads that holds both networks and the
 discriminator head. Its own config gives the model, the objective's defaults the masking (15%), and
-DATA_DIR/pretrain_tfrecords/ the data (`--max_seq_length` its length); the results are printed, and
-written to DATA_DIR/models/NAME/ only with `--model_name`.
+DATA_DIR/pretrain_tfrecords/ the data (`--max_seq_length` its length; DATA_DIR/vocab.txt the special
+token ids); the results are printed, and written to DATA_DIR/models/NAME/ only with `--model_name`.
 """
 
 import json
+import os
 
 from absl import app, flags
 
@@ -44,14 +45,19 @@ FLAGS = flags.FLAGS
 def main(_argv) -> None:
     import numpy as np
 
-    from electra_tf import loading, pretraining_data, run_dir
+    from electra_tf import loading, pretraining_data, run_dir, vocab
     from electra_tf.electra_mlm import ElectraMLMScorer
 
     if not FLAGS.data_dir or not (FLAGS.model_name or FLAGS.checkpoint):
         raise UserError("--data_dir and --model_name (or --checkpoint) are required")
     if FLAGS.checkpoint:
+        vocab_file = os.path.join(FLAGS.data_dir, run_dir.VOCAB_FILE)  # the records' vocab
+        tokens = vocab.read_vocab(vocab_file)
         loaded = loading.load_networks(
-            FLAGS.checkpoint, data_dir=FLAGS.data_dir, max_seq_length=FLAGS.max_seq_length
+            FLAGS.checkpoint,
+            data_dir=FLAGS.data_dir,
+            special_ids=vocab.special_token_ids(tokens, vocab_file),
+            max_seq_length=FLAGS.max_seq_length,
         )
         absent = [p for p in loading.PARTS if p not in loaded.parts]
         if absent:

@@ -162,7 +162,9 @@ def _parts(prefix: str, has: Dict[str, bool], head: Optional[str]) -> Tuple[str,
 EXPORT_OVERRIDES = dict(precision="float32", distribution="one_device")
 
 
-def _load_huggingface(prefix: str, head: Optional[str], overrides: Dict) -> Loaded:
+def _load_huggingface(
+    prefix: str, head: Optional[str], special_ids: Dict[str, int], overrides: Dict
+) -> Loaded:
     from electra_tf.huggingface import checkpoint as hf
     from electra_tf.huggingface.names import DISCRIMINATOR, GENERATOR
 
@@ -183,7 +185,7 @@ def _load_huggingface(prefix: str, head: Optional[str], overrides: Dict) -> Load
     networks = build_pretrainer(
         pconfig,
         config.model_config.vocab_size,
-        dict(vocab.BERT_UNCASED_SPECIAL_IDS),
+        special_ids,
         tied_generator_output=generator.tied_output or "generator_predictions" not in parts,
     )
     reader = hf.pretrainer_reader(prefix, gen is not None, not untied)
@@ -198,18 +200,20 @@ def load_networks(
     model_config: Optional[str] = None,
     head: Optional[str] = None,
     data_dir: str = ".",
+    special_ids: Optional[Dict[str, int]] = None,
     **overrides,
 ) -> Loaded:
     """Rebuilds the model and restores the parts a head needs (`head` None: every part the
     checkpoint holds) from a checkpoint prefix or directory, ours, an original one or Hugging
     Face directories (their own config.json: `model_config` does not apply), in float32.
     `data_dir` and `overrides` (flat pretraining hparams, e.g. max_seq_length) go to the
-    `PretrainingConfig` that builds it."""
+    `PretrainingConfig` that builds it; `special_ids` (default BERT uncased's) matter only to
+    masking."""
     prefix = run_dir.resolve_checkpoint(checkpoint)
+    special_ids = dict(special_ids or vocab.BERT_UNCASED_SPECIAL_IDS)
     if run_dir.huggingface_dirs(prefix):
-        return _load_huggingface(
-            prefix, head, {**EXPORT_OVERRIDES, **overrides, "data_dir": data_dir}
-        )
+        overrides = {**EXPORT_OVERRIDES, **overrides, "data_dir": data_dir}
+        return _load_huggingface(prefix, head, special_ids, overrides)
     config_path = model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
     if config_path is None:
         raise UserError(f"{prefix}: no config.json beside the checkpoint; pass --model_config")
@@ -240,9 +244,7 @@ def load_networks(
     if config.kind == run_dir.PRETRAINING and config.hparams.get("uniform_generator") == UNIGRAM:
         overrides["uniform_generator"] = UNIFORM
     pconfig = pretraining_config_for(config, gen_config, untied, data_dir=data_dir, **overrides)
-    networks = build_pretrainer(
-        pconfig, config.model_config.vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS)
-    )
+    networks = build_pretrainer(pconfig, config.model_config.vocab_size, special_ids)
     needed = networks.weights_of(parts)  # with the shared embeddings where tied
     if object_based:
         disc_path = checkpoints.discriminator_object_path(prefix)
