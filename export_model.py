@@ -94,6 +94,20 @@ flags.DEFINE_bool(
 FLAGS = flags.FLAGS
 
 
+def check_vocab_found(vocab_file, prefix: str, run_dir) -> None:
+    """A vocab is needed, except for a Hugging Face directory saved without its tokenizer
+    (`save_pretrained` of a model alone): it exports without the text parts."""
+    if vocab_file is not None:
+        return
+    if not run_dir.huggingface_dirs(prefix):
+        raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+    print(
+        f"{prefix}: no vocab.txt or tokenizer.json: exporting without the tokenizer "
+        "(SavedModel: serving_default only); pass --vocab_file for it",
+        flush=True,
+    )
+
+
 def main() -> None:
     if not FLAGS.checkpoint or not FLAGS.export_dir:
         raise UserError("--checkpoint and --export_dir are required")
@@ -122,8 +136,7 @@ def main() -> None:
             f"to {FLAGS.export_dir}; signatures: {', '.join(sorted(names))}"
         )
     elif FLAGS.format == "huggingface":
-        if vocab_file is None:
-            raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+        check_vocab_found(vocab_file, prefix, run_dir)
         loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         names = export.export_huggingface(
@@ -131,8 +144,7 @@ def main() -> None:
         )
         print(f"wrote the {FLAGS.head} ({len(names)} tensors) to {FLAGS.export_dir}")
     elif FLAGS.format == "saved_model":
-        if vocab_file is None:
-            raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+        check_vocab_found(vocab_file, prefix, run_dir)
         loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         export.export_saved_model(

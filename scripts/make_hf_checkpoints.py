@@ -19,6 +19,9 @@ biases are not 1 and 0. Models (vocab = VOCAB's size, max_position_embeddings 64
     gen_shared     ElectraForMaskedLM     gen_tied's shape with disc_proj's embeddings (a pair
                                           that shares its embeddings, as the original trains)
     encoder        ElectraModel           E 16, H 32, 3 layers, 4 heads, relu
+    disc_bare      ElectraForPreTraining  vocab 1000, E 24, H 48, 3 heads, FFN 96, 40 positions;
+                                          the model alone is saved (no tokenizer files), its
+                                          inputs are random ids
 """
 
 import argparse
@@ -64,6 +67,19 @@ def configs(vocab_size: int) -> dict:
             dict(disc, num_hidden_layers=3, num_attention_heads=4, hidden_act="relu"),
             True,
         ),
+        "disc_bare": (
+            ElectraForPreTraining,
+            dict(
+                vocab_size=1000,
+                embedding_size=24,
+                hidden_size=48,
+                num_hidden_layers=2,
+                num_attention_heads=3,
+                intermediate_size=96,
+                max_position_embeddings=40,
+            ),
+            None,
+        ),
     }
 
 
@@ -72,6 +88,12 @@ def inputs(tokenizer, vocab_size: int, seed: int = 0) -> dict:
     ids = np.zeros([4, LENGTH], np.int32)
     mask = np.zeros_like(ids)
     types = np.zeros_like(ids)
+    if tokenizer is None:  # random ids in every row, one full, the others padded
+        for row, n in enumerate((LENGTH, 7, 15, 20)):
+            ids[row, :n] = rng.integers(1, vocab_size, n)
+            mask[row, :n] = 1
+            types[row, n // 2 : n] = 1
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
     for row, (a, b) in enumerate(SENTENCES):
         enc = tokenizer(a, b, truncation=True, max_length=LENGTH)
         n = len(enc["input_ids"])
@@ -102,7 +124,7 @@ def main() -> None:
     vocab_size = sum(1 for _ in open(args.vocab, encoding="utf-8"))
     made, disc_proj = {}, None
     for seed, (name, (cls, kwargs, lower)) in enumerate(configs(vocab_size).items()):
-        tokenizer = ElectraTokenizer(args.vocab, do_lower_case=lower)
+        tokenizer = None if lower is None else ElectraTokenizer(args.vocab, do_lower_case=lower)
         model = cls(ElectraConfig(**kwargs)).eval()
         perturb(model, seed)
         if name == "gen_shared":  # the discriminator's whole embeddings module
@@ -111,8 +133,9 @@ def main() -> None:
             disc_proj = model
         directory = os.path.join(args.out, name)
         model.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
-        feed = inputs(tokenizer, vocab_size)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(directory)
+        feed = inputs(tokenizer, kwargs["vocab_size"])
         with torch.no_grad():
             t = {k: torch.from_numpy(v.astype(np.int64)) for k, v in feed.items()}
             if cls is ElectraModel:

@@ -377,3 +377,28 @@ def test_score_electra_mlm_scores_a_pair_as_it_scores_the_run(tiny_dataset, tmp_
     assert a["num_predictions"] == b["num_predictions"] > 0
     for key in ("electra_mlm_accuracy", "generator_mlm_accuracy", "target_in_top_k"):
         assert a[key] == pytest.approx(b[key]), key
+
+
+def test_a_directory_without_tokenizer_exports_the_ids_signature_only(hf, tmp_path):
+    """`model.save_pretrained` alone writes no vocab: the SavedModel then has serving_default
+    only, and the Hugging Face export the model files only."""
+    import tensorflow as tf
+
+    _, model, _, _ = hf
+    config = hf_config("ElectraForPreTraining", H, 2, I)
+    d = write_hf(str(tmp_path / "d"), hf_discriminator(values(model)), config, vocab=False)
+    assert run_dir.vocab_beside(d) is None
+    loaded = loading.load_networks(d, head="discriminator")
+    out = str(tmp_path / "sm")
+    export.export_saved_model(loaded, "discriminator", out, None)
+    served = tf.saved_model.load(out)
+    assert sorted(served.signatures) == ["serving_default"]
+    ids, mask, seg = batch(4)
+    got = served.signatures["serving_default"](
+        input_ids=tf.constant(ids), input_mask=tf.constant(mask), segment_ids=tf.constant(seg)
+    )
+    want = outputs(model, ids, mask, seg)["discriminator_logits"]
+    np.testing.assert_allclose(got["discriminator_logits"].numpy(), want, atol=1e-6)
+    hf_out = str(tmp_path / "hf")
+    export.export_huggingface(loaded, "discriminator", hf_out, None)
+    assert sorted(os.listdir(hf_out)) == ["config.json", "model.safetensors"]

@@ -5,7 +5,8 @@
 Writes `config.json` (ElectraConfig's keys, `architectures`), `model.safetensors` (float32,
 Hugging Face's names and layouts, metadata format "pt"; a tied generator output layer is not
 stored, as transformers saves it), `vocab.txt`, `tokenizer_config.json` (ElectraTokenizer,
-`do_lower_case`) and `special_tokens_map.json`. Only the `safetensors` package's numpy API is
+`do_lower_case`) and `special_tokens_map.json` (without a vocab -- a Hugging Face directory saved
+without its tokenizer -- the model files only, as a model's `save_pretrained`). Only the `safetensors` package's numpy API is
 used: no torch.
 """
 
@@ -60,7 +61,7 @@ def export_huggingface(
     loaded: loading.Loaded,
     head: str,
     export_dir: str,
-    vocab_file: str,
+    vocab_file: Optional[str],
     do_lower_case: Optional[bool] = None,
 ) -> list[str]:
     """Writes the Hugging Face directory of `head` (see the module docstring); returns the
@@ -76,13 +77,15 @@ def export_huggingface(
             f"hidden_act {encoder.config.hidden_act!r}: transformers' generator_predictions "
             "applies gelu whatever hidden_act is, so only a gelu generator exports exactly"
         )
-    tokens = vocab.read_vocab(vocab_file)
-    if len(tokens) > emb.vocab_size:
-        raise UserError(
-            f"{vocab_file}: {len(tokens)} entries, more than the model's vocab_size "
-            f"{emb.vocab_size}"
-        )
-    special = vocab.special_token_ids(tokens, vocab_file, HF_SPECIAL)
+    special = {"pad": 0}
+    if vocab_file is not None:
+        tokens = vocab.read_vocab(vocab_file)
+        if len(tokens) > emb.vocab_size:
+            raise UserError(
+                f"{vocab_file}: {len(tokens)} entries, more than the model's vocab_size "
+                f"{emb.vocab_size}"
+            )
+        special = vocab.special_token_ids(tokens, vocab_file, HF_SPECIAL)
     tied = head != names.GENERATOR or getattr(nets.generator_predictions, "tied_output", True)
     # the encoder's embeddings decide the table sizes (a tied generator uses the discriminator's)
     config = dataclasses.replace(
@@ -96,6 +99,8 @@ def export_huggingface(
     os.makedirs(export_dir, exist_ok=True)
     save_file(tensors, os.path.join(export_dir, run_dir.HF_WEIGHTS_FILE), {"format": "pt"})
     write_json(os.path.join(export_dir, run_dir.CONFIG_FILE), hf)
+    if vocab_file is None:
+        return sorted(tensors)
     shutil.copyfile(vocab_file, os.path.join(export_dir, run_dir.VOCAB_FILE))
     lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
     special_map = {f"{k}_token": vocab.SPECIAL_TOKENS[k] for k in HF_SPECIAL}
