@@ -12,7 +12,7 @@ numpy API: no torch, no pickle).
 
 import dataclasses
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
@@ -154,7 +154,8 @@ def read_model(directory: str) -> HFModel:
         prefix + hf_name: o
         for hf_name, o in names.network_pairs(config.num_hidden_layers, projection)
     }
-    expected.update(names.head_pairs(arch, tied))
+    head_names = dict(names.head_pairs(arch, tied))
+    expected.update(head_names)
     ignored = {n for n in tensors if n.endswith(names.IGNORED_SUFFIXES)}
     word = prefix + names.EMBEDDINGS[0][0]
     if tied and names.LM_HEAD_WEIGHT in tensors and word in tensors:
@@ -185,7 +186,7 @@ def read_model(directory: str) -> HFModel:
         raise UserError(f"{weights} (read as {what}): " + "; ".join(problems))
     network, head = {}, {}
     for hf_name, original in expected.items():
-        target = head if hf_name in dict(names.head_pairs(arch, tied)) else network
+        target = head if hf_name in head_names else network
         target[original] = names.to_original(original, tensors[hf_name])
     return HFModel(directory, arch, config, hf, tied, network, head)
 
@@ -261,7 +262,7 @@ def encoder_reader(path: str) -> TensorReader:
 
 
 def pretrainer_reader(
-    path: str, separate_generator: bool, tied_embeddings: bool, head: Optional[bool] = True
+    path: str, separate_generator: bool, tied_embeddings: bool, head: bool = True
 ) -> TensorReader:
     """Tensors for a pretrainer's networks: a discriminator (or encoder) under `electra/`; a
     generator under `generator/` when the pretrainer has a separate generator network (its
