@@ -1,12 +1,25 @@
-"""Exports a checkpoint (this project's or an original google-research TF1 one, detected
-automatically) as a SavedModel with serving signatures, or in the original's checkpoint layout.
+"""Exports a checkpoint (this project's, an original google-research TF1 one or a Hugging Face
+directory, detected automatically) as a SavedModel with serving signatures, in the original's
+checkpoint layout, or in the Hugging Face layout.
 
     python export_model.py --checkpoint=DATA_DIR/models/NAME --export_dir=OUT \\
-        [--head=discriminator|generator|encoder] [--format=saved_model|original_checkpoint] \\
+        [--head=discriminator|generator|encoder] \\
+        [--format=saved_model|original_checkpoint|huggingface] \\
         [--model_config=CONFIG.json] [--vocab_file=vocab.txt] [--max_seq_length=128]
 
 The model config defaults to the `config.json` (or `bert_config.json`) beside the checkpoint and
-the vocab to the `vocab.txt` beside it. The SavedModel's signatures: `serving_default` (int32
+the vocab to the `vocab.txt` beside it. `--checkpoint` may be a Hugging Face directory
+(`save_pretrained`'s: config.json with model_type "electra", model.safetensors; an
+ElectraForPreTraining, ElectraForMaskedLM or ElectraModel) or two joined by a comma,
+`DISC_DIR,GEN_DIR` (both networks); its own config.json is the model config and its
+tokenizer_config.json gives do_lower_case.
+
+`--format=huggingface` writes `--head`'s network as ElectraForPreTraining (discriminator),
+ElectraForMaskedLM (generator) or ElectraModel (encoder): config.json, model.safetensors,
+vocab.txt, tokenizer_config.json, special_tokens_map.json (`transformers`' from_pretrained and
+AutoTokenizer.from_pretrained read it).
+
+The SavedModel's signatures: `serving_default` (int32
 input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair` (two string
 batches); loading it needs `import tensorflow_text`.
 
@@ -57,14 +70,17 @@ flags.DEFINE_string(
 )
 flags.DEFINE_enum("head", "discriminator", ["discriminator", "generator", "encoder"], "Head.")
 flags.DEFINE_string("export_dir", None, "Output directory (must not exist or be empty).")
-flags.DEFINE_enum("format", "saved_model", ["saved_model", "original_checkpoint"], "Format.")
+flags.DEFINE_enum(
+    "format", "saved_model", ["saved_model", "original_checkpoint", "huggingface"], "Format."
+)
 flags.DEFINE_string(
     "vocab_file", None, "WordPiece vocab; default: vocab.txt beside the checkpoint."
 )
 flags.DEFINE_integer(
     "max_seq_length",
     None,
-    "Truncation/padding length of the text signatures; default 128, a fine-tuned model's own.",
+    "Truncation/padding length of the text signatures; default 128 (at most "
+    "max_position_embeddings), a fine-tuned model's own.",
 )
 flags.DEFINE_string(
     "data_dir",
@@ -78,6 +94,20 @@ flags.DEFINE_bool(
 FLAGS = flags.FLAGS
 
 
+def check_vocab_found(vocab_file, prefix: str, run_dir) -> None:
+    """A vocab is needed, except for a Hugging Face directory saved without its tokenizer
+    (`save_pretrained` of a model alone): it exports without the text parts."""
+    if vocab_file is not None:
+        return
+    if not run_dir.huggingface_dirs(prefix):
+        raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+    print(
+        f"{prefix}: no vocab.txt or tokenizer.json: exporting without the tokenizer "
+        "(SavedModel: serving_default only); pass --vocab_file for it",
+        flush=True,
+    )
+
+
 def main() -> None:
     if not FLAGS.checkpoint or not FLAGS.export_dir:
         raise UserError("--checkpoint and --export_dir are required")
@@ -87,7 +117,9 @@ def main() -> None:
 
     export.check_export_dir(FLAGS.export_dir)
     prefix = run_dir.resolve_checkpoint(FLAGS.checkpoint)
-    vocab_file = FLAGS.vocab_file or run_dir.find_beside(prefix, (run_dir.VOCAB_FILE,))
+    if FLAGS.model_config and run_dir.huggingface_dirs(prefix):
+        raise UserError(f"{prefix}: --model_config does not apply (its config.json is the model's)")
+    vocab_file = FLAGS.vocab_file or run_dir.vocab_beside(prefix)
     config_path = FLAGS.model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
     if export.is_finetuning_config(config_path):
         if FLAGS.format != "saved_model":
@@ -103,9 +135,16 @@ def main() -> None:
             f"wrote the fine-tuned SavedModel ({', '.join(module.kinds[t.name] + ' ' + t.name for t in tuned.tasks)}) "
             f"to {FLAGS.export_dir}; signatures: {', '.join(sorted(names))}"
         )
+    elif FLAGS.format == "huggingface":
+        check_vocab_found(vocab_file, prefix, run_dir)
+        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        print(loaded.report.summary(), flush=True)
+        names = export.export_huggingface(
+            loaded, FLAGS.head, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case
+        )
+        print(f"wrote the {FLAGS.head} ({len(names)} tensors) to {FLAGS.export_dir}")
     elif FLAGS.format == "saved_model":
-        if vocab_file is None:
-            raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
+        check_vocab_found(vocab_file, prefix, run_dir)
         loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         export.export_saved_model(
@@ -113,7 +152,7 @@ def main() -> None:
             FLAGS.head,
             FLAGS.export_dir,
             vocab_file,
-            FLAGS.max_seq_length or 128,
+            FLAGS.max_seq_length,
             FLAGS.do_lower_case,
         )
         print(f"wrote the {FLAGS.head} SavedModel to {FLAGS.export_dir}")

@@ -7,6 +7,10 @@ transposed: kernels are [in, out] in both). This project's own checkpoints are o
 (`tf.train.Checkpoint(model=pretrainer, optimizer=..., step=...)`); they are read by walking the
 checkpoint's object graph alongside the model's, attribute by attribute.
 
+A Hugging Face directory (or a "DISC_DIR,GEN_DIR" pair, `run_dir.huggingface_dirs`) is read as
+a name-based checkpoint: `electra_tf.huggingface.checkpoint` translates its tensors to the
+original's names and layouts, and the name-based restore does the rest.
+
 Either way every variable is checked before anything is assigned: a shape mismatch names the
 variable and both shapes, and a variable the checkpoint lacks is an error unless the caller asked
 for a partial restore (`warm_start`), which returns what it could not restore.
@@ -130,12 +134,14 @@ def _raise_missing(prefix: str, missing: List[str], what: str) -> None:
 
 
 def restore_by_name(
-    variables, prefix: str, strict: bool = True, what: str = "model"
+    variables, prefix: str, strict: bool = True, what: str = "model", reader=None
 ) -> RestoreReport:
     """Loads each variable from the entry of a name-based (original) checkpoint named like its
     path. Shape mismatches always raise; absent names raise when `strict` (listing them all),
-    else are returned in `missing`."""
-    reader = tf.train.load_checkpoint(prefix)
+    else are returned in `missing`. `reader`: the checkpoint's tensors by name (default
+    `tf.train.load_checkpoint(prefix)`; a Hugging Face directory's `TensorReader`)."""
+    source = "original" if reader is None else "huggingface"
+    reader = reader or tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     pairs, missing = [], []
     for v in _unique(variables):
@@ -159,7 +165,7 @@ def restore_by_name(
             skipped[key] = skipped.get(key, 0) + 1
     if unexpected:
         skipped["unknown"] = len(unexpected)
-    return RestoreReport(prefix, "original", [k for _, k, _ in pairs], missing, skipped, unexpected)
+    return RestoreReport(prefix, source, [k for _, k, _ in pairs], missing, skipped, unexpected)
 
 
 def _walk(graph, node: int, obj, path: str, found: Dict[int, Tuple[object, str, str]]) -> None:
@@ -223,9 +229,15 @@ def discriminator_object_path(prefix: str) -> str:
 
 def restore_discriminator(encoder, path: str) -> str:
     """Loads the discriminator encoder (every variable, or an error) from a checkpoint of this
-    project (pretraining or fine-tuning) or an original TF1 one; returns the prefix used."""
+    project (pretraining or fine-tuning), an original TF1 one or a Hugging Face directory (the
+    encoder of any of its architectures; a pair's discriminator); returns the prefix used."""
     prefix = run_dir.resolve_checkpoint(path)
-    if is_object_based(prefix):
+    if run_dir.huggingface_dirs(prefix):
+        from electra_tf.huggingface.checkpoint import encoder_reader
+
+        reader = encoder_reader(prefix)
+        restore_by_name(encoder.weights, prefix, what="discriminator encoder", reader=reader)
+    elif is_object_based(prefix):
         roots = {discriminator_object_path(prefix): encoder}
         restore_objects(roots, prefix, encoder.weights, what="discriminator encoder")
     else:
@@ -235,10 +247,24 @@ def restore_discriminator(encoder, path: str) -> str:
 
 def warm_start(model, path: str) -> Tuple[int, List[str]]:
     """Restores the variables of `model` (an `ElectraPretrainer`) that the checkpoint holds,
-    ours or an original one; returns (count restored, paths not restored). Shape mismatches
-    raise."""
+    ours, an original one or Hugging Face directories (a discriminator's, a generator's, or
+    "DISC_DIR,GEN_DIR" for both networks); returns (count restored, paths not restored). Shape
+    mismatches raise."""
     prefix = run_dir.resolve_checkpoint(path)
-    if is_object_based(prefix):
+    if run_dir.huggingface_dirs(prefix):
+        from electra_tf.huggingface.checkpoint import pretrainer_reader
+        from electra_tf.huggingface.names import UNTIED_OUTPUT
+
+        separate = model.generator is not None and model.generator is not model.discriminator
+        tied = separate and model.generator.embeddings is model.discriminator.embeddings
+        reader = pretrainer_reader(prefix, separate, tied)
+        if UNTIED_OUTPUT in reader.tensors:
+            raise UserError(
+                f"{prefix}: tie_word_embeddings false: this project's pretraining generator "
+                "ties its output layer to its word embeddings, so it cannot warm-start from it"
+            )
+        report = restore_by_name(model.weights, prefix, strict=False, reader=reader)
+    elif is_object_based(prefix):
         report = restore_objects({"model": model}, prefix, model.weights, strict=False)
     else:
         report = restore_by_name(model.weights, prefix, strict=False)

@@ -1,10 +1,15 @@
-"""Rebuilding a pretraining model from a checkpoint on disk, this project's or an original
-google-research one, through the one builder (`modeling.builders.build_pretrainer`).
+"""Rebuilding a pretraining model from a checkpoint on disk, this project's, an original
+google-research one or Hugging Face directories, through the one builder
+(`modeling.builders.build_pretrainer`).
 
 The config comes from the run directory (`electra_tf.run_dir`): a pretraining run's config.json
 gives the exact model it trained (objective heads included); a bare BERT JSON (`bert_config.json`
 of an original release, or an exported original-layout directory) gives the discriminator, and the
-generator's shape is read off the checkpoint's variables.
+generator's shape is read off the checkpoint's variables. A Hugging Face directory's config.json
+gives its network: an `ElectraForPreTraining` is the discriminator and its head, an
+`ElectraForMaskedLM` a generator that is the only network (the discriminator network of a model
+whose generator is the discriminator) with its head, an `ElectraModel` the encoder; a
+"DISC_DIR,GEN_DIR" pair both networks, the embeddings tied when the two hold the same ones.
 """
 
 import dataclasses
@@ -109,6 +114,7 @@ class Loaded:
     prefix: str
     report: checkpoints.RestoreReport
     step: Optional[int]
+    pretraining_config: Optional[PretrainingConfig] = None  # what built `networks`
 
 
 def _contents(prefix: str) -> Tuple[Dict[str, bool], bool, Optional[str]]:
@@ -140,13 +146,74 @@ def _contents(prefix: str) -> Tuple[Dict[str, bool], bool, Optional[str]]:
     return has, untied, key if key in shapes else None
 
 
+def _parts(prefix: str, has: Dict[str, bool], head: Optional[str]) -> Tuple[str, ...]:
+    if head is None:
+        return tuple(p for p in PARTS if has.get(p))
+    parts = HEAD_PARTS[head]
+    if head == "generator" and not has.get("generator"):
+        parts = ("discriminator", "generator_predictions")  # generator = discriminator
+    absent = [p for p in parts if not has.get(p)]
+    if absent:
+        raise UserError(f"{prefix}: --head={head} needs {', '.join(absent)}, not in it")
+    return parts
+
+
+# float32, no sampling in exported models (the unigram table is data)
+EXPORT_OVERRIDES = dict(precision="float32", distribution="one_device")
+
+
+def _load_huggingface(
+    prefix: str, head: Optional[str], special_ids: Dict[str, int], overrides: Dict
+) -> Loaded:
+    from electra_tf.huggingface import checkpoint as hf
+    from electra_tf.huggingface.names import DISCRIMINATOR, GENERATOR
+
+    models = hf.read_source(prefix)
+    first, gen = models[0], (models[1] if len(models) == 2 else None)
+    config = run_dir.read_run_config(first.config_path)
+    has = {"discriminator": True, "generator": gen is not None}
+    has["discriminator_predictions"] = first.architecture == DISCRIMINATOR
+    has["generator_predictions"] = gen is not None or first.architecture == GENERATOR
+    if head == "discriminator" and gen is None and first.architecture == GENERATOR:
+        raise UserError(f"{prefix}: an ElectraForMaskedLM (a generator): use --head=generator")
+    parts = _parts(prefix, has, head)
+    untied = gen is not None and not hf.embeddings_shared(first, gen)
+    generator = gen or first
+    if "generator_predictions" in parts:
+        generator.check_generator_head()
+    pconfig = pretraining_config_for(config, gen.config if gen else None, untied, **overrides)
+    networks = build_pretrainer(
+        pconfig,
+        config.model_config.vocab_size,
+        special_ids,
+        tied_generator_output=generator.tied_output or "generator_predictions" not in parts,
+    )
+    reader = hf.pretrainer_reader(prefix, gen is not None, not untied)
+    needed = networks.weights_of(parts)
+    report = checkpoints.restore_by_name(needed, prefix, what="model config", reader=reader)
+    gen_config = gen.config if gen is not None and "generator" in parts else None
+    return Loaded(networks, parts, config, gen_config, prefix, report, None, pconfig)
+
+
 def load_networks(
-    checkpoint: str, model_config: Optional[str] = None, head: Optional[str] = None
+    checkpoint: str,
+    model_config: Optional[str] = None,
+    head: Optional[str] = None,
+    data_dir: str = ".",
+    special_ids: Optional[Dict[str, int]] = None,
+    **overrides,
 ) -> Loaded:
     """Rebuilds the model and restores the parts a head needs (`head` None: every part the
-    checkpoint holds) from a checkpoint prefix or directory, ours or an original one, in
-    float32."""
+    checkpoint holds) from a checkpoint prefix or directory, ours, an original one or Hugging
+    Face directories (their own config.json: `model_config` does not apply), in float32.
+    `data_dir` and `overrides` (flat pretraining hparams, e.g. max_seq_length) go to the
+    `PretrainingConfig` that builds it; `special_ids` (default BERT uncased's) matter only to
+    masking."""
     prefix = run_dir.resolve_checkpoint(checkpoint)
+    special_ids = dict(special_ids or vocab.BERT_UNCASED_SPECIAL_IDS)
+    if run_dir.huggingface_dirs(prefix):
+        overrides = {**EXPORT_OVERRIDES, **overrides, "data_dir": data_dir}
+        return _load_huggingface(prefix, head, special_ids, overrides)
     config_path = model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
     if config_path is None:
         raise UserError(f"{prefix}: no config.json beside the checkpoint; pass --model_config")
@@ -163,15 +230,7 @@ def load_networks(
             f"{config_path}: vocab_size {config.model_config.vocab_size} does not match the "
             f"checkpoint ({prefix} has {rows} word embeddings, shape {shapes[emb_key]})"
         )
-    if head is None:
-        parts = tuple(p for p in PARTS if has[p])
-    else:
-        parts = HEAD_PARTS[head]
-        if head == "generator" and not has["generator"]:
-            parts = ("discriminator", "generator_predictions")  # generator = discriminator
-        absent = [p for p in parts if not has[p]]
-        if absent:
-            raise UserError(f"{prefix}: --head={head} needs {', '.join(absent)}, not in it")
+    parts = _parts(prefix, has, head)
     gen_config = None
     if "generator" in parts:
         gen_config = config.generator_config
@@ -181,14 +240,11 @@ def load_networks(
             raise UserError(
                 f"{config_path}: no generator_config; pass the run's config.json as --model_config"
             )
-    # exported models are float32, and sampling is no part of them (the unigram table is data)
-    overrides = dict(precision="float32", distribution="one_device")
+    overrides = {**EXPORT_OVERRIDES, **overrides}
     if config.kind == run_dir.PRETRAINING and config.hparams.get("uniform_generator") == UNIGRAM:
         overrides["uniform_generator"] = UNIFORM
-    pconfig = pretraining_config_for(config, gen_config, untied, **overrides)
-    networks = build_pretrainer(
-        pconfig, config.model_config.vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS)
-    )
+    pconfig = pretraining_config_for(config, gen_config, untied, data_dir=data_dir, **overrides)
+    networks = build_pretrainer(pconfig, config.model_config.vocab_size, special_ids)
     needed = networks.weights_of(parts)  # with the shared embeddings where tied
     if object_based:
         disc_path = checkpoints.discriminator_object_path(prefix)
@@ -202,7 +258,7 @@ def load_networks(
         report = checkpoints.restore_by_name(needed, prefix, what="model config")
         step_key = "global_step"
     step = int(reader.get_tensor(step_key)) if step_key in shapes else None
-    return Loaded(networks, parts, config, gen_config, prefix, report, step)
+    return Loaded(networks, parts, config, gen_config, prefix, report, step, pconfig)
 
 
 @dataclasses.dataclass

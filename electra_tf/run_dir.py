@@ -17,6 +17,12 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
 and a checkpoint found anywhere else (an original google-research release, an exported
 original-layout directory) is described by a `bert_config.json` or `config.json` beside it or in
 the directory above. `read_run_config` reads any of these formats into one `RunConfig`.
+
+A Hugging Face directory (`save_pretrained`'s layout) is a checkpoint too: `config.json` with a
+`model_type` ("electra"), `model.safetensors` (or its sharded index), and optionally `vocab.txt`
+(or `tokenizer.json`, which transformers 5 writes instead), `tokenizer_config.json`
+(`do_lower_case`) and `special_tokens_map.json`. Two of them joined by a
+comma, "DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`).
 """
 
 import dataclasses
@@ -37,7 +43,16 @@ CONFIG_FILES = (CONFIG_FILE, BERT_CONFIG_FILE)
 PRETRAINING = "pretraining"
 FINETUNING = "finetuning"
 MODEL = "model"  # a bare BERT JSON model config (an original release)
-KINDS = (PRETRAINING, FINETUNING, MODEL)
+HUGGINGFACE = "huggingface"  # a Hugging Face config.json (it has a `model_type`)
+KINDS = (PRETRAINING, FINETUNING, MODEL, HUGGINGFACE)
+# a Hugging Face directory's files
+HF_WEIGHTS_FILE = "model.safetensors"
+HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # sharded weights
+HF_PICKLE_FILE = "pytorch_model.bin"  # never loaded: unpickling runs arbitrary code
+HF_TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of vocab.txt
+HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
+HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
 # what a run's config.json holds beside the flat hparams
 _RUN_KEYS = ("kind", "model_config", "generator_config", "num_replicas", "flops_per_step")
@@ -49,11 +64,13 @@ class RunConfig:
 
     Attributes:
         path: the file read.
-        kind: "pretraining", "finetuning" or "model" (a bare BERT JSON).
+        kind: "pretraining", "finetuning", "model" (a bare BERT JSON) or "huggingface".
         model_config: the discriminator's (or the fine-tuned encoder's) config.
         generator_config: the pretraining generator's config, or None.
-        hparams: the flat hparams the run was started with ({} for "model").
-        extra: other recorded values (num_replicas, flops_per_step).
+        hparams: the flat hparams the run was started with ({} for "model"; for "huggingface",
+            `do_lower_case` where its tokenizer_config.json says).
+        extra: other recorded values (num_replicas, flops_per_step; for "huggingface", the
+            config.json itself under "huggingface").
     """
 
     path: str
@@ -78,6 +95,8 @@ def _kind_of(d: Dict[str, Any], path: str) -> str:
         if kind not in KINDS:
             raise UserError(f"{path}: kind {kind!r} is not one of {', '.join(KINDS)}")
         return kind
+    if "model_type" in d:
+        return HUGGINGFACE
     # files written before config.json recorded its kind: the only place that tells them apart
     # by their keys
     if isinstance(d.get("model_config"), dict):
@@ -93,6 +112,18 @@ def read_run_config(path: str) -> RunConfig:
     kind = _kind_of(d, path)
     if kind == MODEL:
         return RunConfig(path, MODEL, ModelConfig.from_dict(d, source=path))
+    if kind == HUGGINGFACE:
+        from electra_tf.huggingface.config import model_config_from_hf
+        from electra_tf.huggingface.tokenizer import do_lower_case
+
+        model_config = model_config_from_hf(d, path)
+        directory = os.path.dirname(path)
+        lower = do_lower_case(
+            os.path.join(directory, HF_TOKENIZER_CONFIG_FILE),
+            os.path.join(directory, HF_TOKENIZER_FILE),
+        )
+        hparams = {} if lower is None else {"do_lower_case": lower}
+        return RunConfig(path, HUGGINGFACE, model_config, None, hparams, {"huggingface": d})
     if not isinstance(d.get("model_config"), dict):
         raise UserError(f"{path}: a {kind} config.json without its model_config")
     gen = d.get("generator_config")
@@ -133,9 +164,48 @@ def _number(prefix: str) -> int:
     return int(re.search(r"(\d*)$", prefix).group(1) or -1)
 
 
+def _is_huggingface_dir(path: str) -> bool:
+    config = os.path.join(path, CONFIG_FILE)
+    if not (os.path.isdir(path) and os.path.exists(config)):
+        return False
+    d = read_json(config)
+    if not isinstance(d, dict) or "model_type" not in d:
+        return False
+    weights = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
+    if any(os.path.exists(os.path.join(path, name)) for name in weights):
+        return True
+    if os.path.exists(os.path.join(path, HF_PICKLE_FILE)):
+        raise UserError(
+            f"{path}: holds {HF_PICKLE_FILE}, a pickle, which is never loaded; save it as "
+            f"safetensors first (transformers: Model.from_pretrained(DIR).save_pretrained(NEW_DIR) "
+            f"writes {HF_WEIGHTS_FILE})"
+        )
+    raise UserError(f"{path}: a Hugging Face config.json without {HF_WEIGHTS_FILE} beside it")
+
+
+def huggingface_dirs(path: str) -> Optional[List[str]]:
+    """The Hugging Face directories `path` names: one, or two joined by a comma (a
+    discriminator's and a generator's: returned in that order when their config.json
+    `architectures` say which is the ElectraForMaskedLM); None when it names none. A directory
+    with a Hugging Face config.json but only `pytorch_model.bin` is an error."""
+    parts = [p.strip() for p in path.split(",")] if "," in path else [path]
+    found = [p for p in parts if _is_huggingface_dir(p)]
+    if not found:
+        return None
+    if len(found) != len(parts) or len(parts) > 2:
+        raise UserError(
+            f"{path}: a comma joins exactly two Hugging Face directories (DISC_DIR,GEN_DIR)"
+        )
+    generator = [read_json(os.path.join(p, CONFIG_FILE)).get("architectures") for p in found]
+    if len(found) == 2 and generator[0] == [HF_GENERATOR] and generator[1] != [HF_GENERATOR]:
+        found.reverse()
+    return found
+
+
 def find_checkpoint(path: str) -> Optional[str]:
     """A checkpoint prefix from a prefix or a directory (its latest checkpoint; without a
-    `checkpoint` state file, the highest-numbered prefix in it), or None."""
+    `checkpoint` state file, the highest-numbered prefix in it), or None. A Hugging Face
+    directory (or pair, `huggingface_dirs`) is returned as it is."""
     import tensorflow as tf
 
     if os.path.isdir(path):
@@ -144,11 +214,11 @@ def find_checkpoint(path: str) -> Optional[str]:
             return latest
         prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
         if not prefixes:
-            return None
+            return path if huggingface_dirs(path) else None
         return os.path.join(path, max(prefixes, key=lambda p: (_number(p), p)))
     if tf.io.gfile.exists(path + ".index"):
         return path
-    return None
+    return path if "," in path and huggingface_dirs(path) else None
 
 
 def resolve_checkpoint(path: str) -> str:
@@ -163,7 +233,10 @@ def resolve_checkpoint(path: str) -> str:
 
 def find_beside(path: str, names: Sequence[str]) -> Optional[str]:
     """The first of `names` in the directory of a checkpoint prefix (or in `path` itself when it
-    is a directory), else in the directory above it."""
+    is a directory; in the first of a pair of Hugging Face directories), else in the directory
+    above it."""
+    if "," in path and huggingface_dirs(path):
+        path = huggingface_dirs(path)[0]
     path = os.path.abspath(path)
     directory = path if os.path.isdir(path) else os.path.dirname(path)
     for d in (directory, os.path.dirname(directory)):
@@ -172,6 +245,20 @@ def find_beside(path: str, names: Sequence[str]) -> Optional[str]:
             if os.path.exists(candidate):
                 return candidate
     return None
+
+
+def vocab_beside(path: str) -> Optional[str]:
+    """The vocab.txt beside a checkpoint (`find_beside`); a Hugging Face directory's own
+    vocab.txt, else the WordPiece vocab of its tokenizer.json (written to a temporary file),
+    comes first."""
+    dirs = huggingface_dirs(path)
+    if dirs:
+        from electra_tf.huggingface.tokenizer import vocab_file
+
+        found = vocab_file(dirs[0], VOCAB_FILE, HF_TOKENIZER_FILE)
+        if found is not None:
+            return found
+    return find_beside(path, (VOCAB_FILE,))
 
 
 def config_beside(path: str) -> Optional[RunConfig]:

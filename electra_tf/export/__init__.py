@@ -6,7 +6,9 @@
   task's signatures given by its kind (`electra_tf.finetune.*/serving.py`);
 * `original`: `export_original_checkpoint`, the weights under the original's names
   (`electra/...`, `generator/...`, `generator_predictions/...`, `discriminator_predictions/...`)
-  with `bert_config.json` and `vocab.txt`, which tools made for the released models read.
+  with `bert_config.json` and `vocab.txt`, which tools made for the released models read;
+* `huggingface`: `export_huggingface`, one network and its head in `save_pretrained`'s layout
+  (config.json, model.safetensors, tokenizer files), which `transformers` loads.
 """
 
 from electra_tf.export.common import check_export_dir, check_vocab
@@ -18,6 +20,7 @@ from electra_tf.export.finetuned import (
     is_finetuning_config,
     load_finetuned,
 )
+from electra_tf.export.huggingface import export_huggingface
 from electra_tf.export.original import export_original_checkpoint
 from electra_tf.export.pretrained import ServingModule, export_saved_model
 
@@ -28,6 +31,7 @@ __all__ = [
     "check_export_dir",
     "check_vocab",
     "export_finetuned_saved_model",
+    "export_huggingface",
     "export_original_checkpoint",
     "export_saved_model",
     "finetuned_signature_names",

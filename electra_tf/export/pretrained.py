@@ -8,7 +8,8 @@ and `tensorflow_text` in the loading process:
 - `serve_text(text)` and `serve_text_pair(text_a, text_b)` ([batch] strings): BERT tokenization
   in the graph with the vocab stored as an asset, `[CLS] a [SEP] (b [SEP])` (`electra_tf.packing`:
   truncated, the longer segment first, as the original, and padded to `max_seq_length`); the
-  same outputs plus `input_ids`, `input_mask`, `segment_ids`.
+  same outputs plus `input_ids`, `input_mask`, `segment_ids`. Without a vocab (a Hugging Face
+  directory saved without its tokenizer) only `serving_default` is written.
 """
 
 from typing import Optional
@@ -100,30 +101,49 @@ class ServingModule(tf.Module):
         return self._pack(self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b))
 
 
+class IdsServingModule(ServingModule):
+    """A `ServingModule` without a tokenizer: `serve` (token ids) only."""
+
+    serve_text = None  # hides the text functions: nothing to trace them with
+    serve_text_pair = None
+
+    def __init__(self, encoder: TransformerEncoder, head: Optional[keras.layers.Layer]):
+        super().__init__(encoder, head, None, 0, {})
+
+
 def export_saved_model(
     loaded: loading.Loaded,
     head: str,
     export_dir: str,
-    vocab_file: str,
-    max_seq_length: int = 128,
+    vocab_file: Optional[str],
+    max_seq_length: Optional[int] = None,
     do_lower_case: Optional[bool] = None,
 ) -> ServingModule:
-    """Writes the SavedModel for `head` (discriminator | generator | encoder)."""
+    """Writes the SavedModel for `head` (discriminator | generator | encoder); `max_seq_length`
+    None: 128, or max_position_embeddings where that is smaller. `vocab_file` None: the ids
+    signature only."""
     check_export_dir(export_dir)
     nets = loaded.networks
     encoder = nets.generator if head == "generator" else nets.discriminator
+    if max_seq_length is None:
+        max_seq_length = min(128, encoder.config.max_position_embeddings)
     if max_seq_length < 3 or max_seq_length > encoder.config.max_position_embeddings:
         raise UserError(
             f"max_seq_length {max_seq_length} is not in [3, max_position_embeddings "
             f"{encoder.config.max_position_embeddings}]"
         )
-    special = check_vocab(vocab_file, loaded.config.model_config)
-    lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
     head_layer = {
         "discriminator": nets.discriminator_predictions,
         "generator": nets.generator_predictions,
         "encoder": None,
     }[head]
+    if vocab_file is None:
+        module = IdsServingModule(encoder, head_layer)
+        tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
+        write_extra(export_dir, {"head": head, "text_signatures": False}, encoder.config)
+        return module
+    special = check_vocab(vocab_file, loaded.config.model_config)
+    lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
     module = ServingModule(
         encoder, head_layer, GraphTokenizer(vocab_file, lower), max_seq_length, special
     )

@@ -12,8 +12,9 @@ Differences from the original's code defaults, on purpose (the paper's Table 7 v
 `weight_decay_rate` keeps the code's 0.01 (the paper's table says 0).
 
 A value left None is derived by `FinetuningConfig` (never written back into the sections):
-`num_train_epochs` and `max_seq_length` from the tasks' kinds (`registry.task_defaults`),
-`learning_rate`, `layerwise_lr_decay` and the small model's `embedding_size` from the model size,
+`num_train_epochs` and `max_seq_length` from the tasks' kinds (`registry.task_defaults`; a custom
+task's task.json), `learning_rate` from a custom task's task.json else the model size,
+`layerwise_lr_decay` and the small model's `embedding_size` from the model size,
 `init_checkpoint` from the data dir and model name.
 """
 
@@ -51,7 +52,9 @@ class ModelHparams:
 
 @dataclasses.dataclass(frozen=True)
 class OptimizationHparams:
-    learning_rate: Optional[float] = hparam(None, help="None: small 3e-4, base 1e-4, large 5e-5")
+    learning_rate: Optional[float] = hparam(
+        None, help="None: a custom task's, else small 3e-4, base 1e-4, large 5e-5"
+    )
     weight_decay_rate: float = 0.01
     layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
     layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
@@ -221,16 +224,22 @@ class FinetuningConfig:
     @property
     def num_train_epochs(self) -> float:
         given = self.optimization.num_train_epochs
-        return registry.task_defaults(self.task_names).num_train_epochs if given is None else given
+        if given is None:
+            return registry.task_defaults(self.task_names, self.data_dir).num_train_epochs
+        return given
 
     @property
     def max_seq_length(self) -> int:
         given = self.data.max_seq_length
-        return registry.task_defaults(self.task_names).max_seq_length if given is None else given
+        if given is None:
+            return registry.task_defaults(self.task_names, self.data_dir).max_seq_length
+        return given
 
     @property
     def learning_rate(self) -> float:
         given = self.optimization.learning_rate
+        if given is None:
+            given = registry.task_learning_rate(self.task_names, self.data_dir)
         return SIZE_LEARNING_RATES[self.model_size] if given is None else given
 
     @property

@@ -1,5 +1,11 @@
 """What fine-tuning takes from the pretrained run: its vocab, checkpoint, model config and model
-size, found with `electra_tf.run_dir` (beside the checkpoint, then in the directory above)."""
+size, found with `electra_tf.run_dir` (beside the checkpoint, then in the directory above).
+
+`init_checkpoint` may be a Hugging Face directory (any of ElectraForPreTraining,
+ElectraForMaskedLM, ElectraModel: its encoder is loaded; of a "DISC_DIR,GEN_DIR" pair, the
+discriminator's): its config.json is the model config, its vocab (vocab.txt, else tokenizer.json)
+the default vocab, its tokenizer's lower-casing the default `do_lower_case`, and the size preset
+of its hidden size (256 small, 768 base, 1024 large) the default `model_size`."""
 
 import os
 from typing import Any, Optional
@@ -21,6 +27,9 @@ def resolve_vocab_file(config: FinetuningConfig) -> str:
         candidates = [config.vocab_file]
     else:
         candidates = [config.run.vocab_path, os.path.join(config.data_dir, run_dir.VOCAB_FILE)]
+        if config.paths.init_checkpoint and run_dir.huggingface_dirs(config.init_checkpoint):
+            beside = run_dir.vocab_beside(config.init_checkpoint)
+            candidates = ([beside] if beside else []) + candidates
     for path in candidates:
         if os.path.exists(path):
             return path
@@ -60,26 +69,42 @@ def pretrained_model_size(
 ) -> Optional[str]:
     """The `model_size` the pretraining run recorded in the config.json beside its checkpoint
     (None when there is none): fine-tuning defaults to it, hence to its learning rate."""
+    run = _pretrained_config(data_dir, model_name, init_checkpoint)
+    if run is None:
+        return None
+    if run.kind == run_dir.HUGGINGFACE:
+        sizes = [
+            s for s, (hidden, _) in MODEL_SIZES.items() if hidden == run.model_config.hidden_size
+        ]
+        return sizes[0] if sizes else None
+    size = run.hparams.get("model_size")
+    return size if size in MODEL_SIZES else None
+
+
+def _pretrained_config(data_dir: str, model_name: str, init_checkpoint: Optional[str]):
     where = init_checkpoint or run_dir.model_dir(data_dir, model_name)
     found = run_dir.find_beside(where, (run_dir.CONFIG_FILE,))
-    if found is None:
-        return None
-    size = run_dir.read_run_config(found).hparams.get("model_size")
-    return size if size in MODEL_SIZES else None
+    return None if found is None else run_dir.read_run_config(found)
 
 
 def with_pretrained_size(data_dir: str, model_name: str, hparams: dict[str, Any]) -> dict[str, Any]:
     """`hparams` with `model_size` (hence the learning rate) defaulting to the pretraining run's,
-    where it recorded one (the command line's default)."""
-    if "model_size" in hparams:
-        return hparams
+    where it recorded one (the command line's default); from a Hugging Face directory, also
+    `do_lower_case` defaulting to its tokenizer's."""
     init = hparams.get("init_checkpoint")
-    # a value of the wrong type is left for the config to report
-    size = pretrained_model_size(data_dir, model_name, init if isinstance(init, str) else None)
-    return {**hparams, "model_size": size} if size else hparams
+    init = init if isinstance(init, str) else None  # a wrong type is left for the config
+    if "model_size" not in hparams:
+        size = pretrained_model_size(data_dir, model_name, init)
+        hparams = {**hparams, "model_size": size} if size else hparams
+    if "do_lower_case" not in hparams and init and run_dir.huggingface_dirs(init):
+        run = _pretrained_config(data_dir, model_name, init)
+        if run is not None and "do_lower_case" in run.hparams:
+            hparams = {**hparams, "do_lower_case": run.hparams["do_lower_case"]}
+    return hparams
 
 
 def restore_encoder(model: FinetuningModel, checkpoint: str) -> None:
     """Loads the pretrained discriminator into `model.encoder`: a checkpoint of this project's
-    pretraining (object-based) or an original TF1 one (by variable name)."""
+    pretraining (object-based), an original TF1 one (by variable name) or a Hugging Face
+    directory."""
     checkpoints.restore_discriminator(model.encoder, checkpoint)

@@ -2,15 +2,19 @@
 
 Each kind of task (`classification/`, `tagging/`, `qa/`) lists its tasks in its `task.py`'s
 `TASKS`; a new task is one entry there, a new kind one more line here. The runner and the
-export need nothing else.
+export need nothing else. A name that is not built in is a custom task when
+`DATA_DIR/finetuning_data/NAME/task.json` exists (`custom/`).
 """
 
 import dataclasses
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from electra_tf.errors import UserError
 from electra_tf.finetune.classification import task as classification
+from electra_tf.finetune.custom.spec import spec_path
+from electra_tf.finetune.custom.task import custom_task_class
 from electra_tf.finetune.qa import task as qa
 from electra_tf.finetune.tagging import task as tagging
 from electra_tf.finetune.task import Task
@@ -28,12 +32,25 @@ class TaskDefaults:
     max_seq_length: int
 
 
-def task_defaults(task_names: Sequence[str]) -> TaskDefaults:
+def task_class(name: str, data_dir: Optional[str] = None) -> Optional[type[Task]]:
+    """The built-in task `name`, else the custom task of DATA_DIR's task.json, else None."""
+    if name in TASKS:
+        if data_dir is not None and os.path.exists(spec_path(data_dir, name)):
+            raise UserError(
+                f"{spec_path(data_dir, name)}: {name} is a built-in task; give the custom task's "
+                "directory another name"
+            )
+        return TASKS[name]
+    return custom_task_class(data_dir, name) if data_dir is not None else None
+
+
+def task_defaults(task_names: Sequence[str], data_dir: Optional[str] = None) -> TaskDefaults:
     """The defaults of a run of `task_names`: those its tasks' classes declare, the highest
     `defaults_precedence` first, then the largest (so: 2 epochs and 512 tokens with any QA task,
-    else 10 epochs with rte or sts and 256 tokens with chunk or ner, else 3 and 128). An
-    unknown name counts as a plain `Task` (`get_task` reports it)."""
-    classes = [TASKS.get(name, Task) for name in task_names] or [Task]
+    else 10 epochs with rte or sts and 256 tokens with chunk or ner, else 3 and 128; a custom
+    task's are its task.json's). An unknown name counts as a plain `Task` (`get_task` reports
+    it)."""
+    classes = [task_class(name, data_dir) or Task for name in task_names] or [Task]
 
     def pick(attribute: str):
         return max((c.defaults_precedence, getattr(c, attribute)) for c in classes)[1]
@@ -41,10 +58,21 @@ def task_defaults(task_names: Sequence[str]) -> TaskDefaults:
     return TaskDefaults(pick("default_num_train_epochs"), pick("default_max_seq_length"))
 
 
+def task_learning_rate(task_names: Sequence[str], data_dir: Optional[str]) -> Optional[float]:
+    """The smallest `default_learning_rate` the tasks set (custom tasks' task.json), or None."""
+    rates = [getattr(task_class(n, data_dir), "default_learning_rate", None) for n in task_names]
+    rates = [r for r in rates if r is not None]
+    return min(rates) if rates else None
+
+
 def get_task(config: Any, name: str, tokenizer: Any) -> Task:
-    if name not in TASKS:
-        raise UserError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
-    return TASKS[name](config, name, tokenizer)
+    cls = task_class(name, config.data_dir)
+    if cls is None:
+        raise UserError(
+            f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}, or a directory "
+            f"{os.path.dirname(spec_path(config.data_dir, name))}/ holding a task.json"
+        )
+    return cls(config, name, tokenizer)
 
 
 def get_tasks(config: Any, tokenizer: Any) -> list[Task]:

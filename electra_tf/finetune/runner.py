@@ -155,6 +155,14 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
             f"{config.init_checkpoint}: no checkpoint (pretrain first, or set init_checkpoint)"
         )
     model_config = load_model_config(config, checkpoint)
+    positions = model_config.max_position_embeddings
+    if config.data.max_seq_length is None and config.max_seq_length > positions:
+        log(
+            f"max_seq_length: the tasks' default {config.max_seq_length} exceeds the model's "
+            f"max_position_embeddings; using {positions}"
+        )
+        config = config.with_hparams(max_seq_length=positions)
+        tasks = get_tasks(config, tokenizer)
     check_model_fits(config, model_config, len(tokenizer.vocab))
     data = read_data(config, tasks)
 

@@ -37,7 +37,8 @@ class Task:
     The class attributes are the run defaults of this kind of task (`registry.task_defaults`
     combines them over a run's tasks): `default_num_train_epochs`, `default_max_seq_length`,
     and `defaults_precedence` (the defaults of the tasks with the highest precedence win, then
-    the largest value).
+    the largest value); `default_learning_rate` (None: the model size's; the smallest one
+    the run's tasks set wins).
 
     Args:
         config: the run's `FinetuningConfig`.
@@ -48,6 +49,7 @@ class Task:
     default_num_train_epochs: float = 3.0
     default_max_seq_length: int = 128
     defaults_precedence: int = 0
+    default_learning_rate: Optional[float] = None
     # what the SavedModel's export_config.json calls this kind ("classification", ...)
     export_kind: Optional[str] = None
 

@@ -16,10 +16,15 @@ from electra_tf.pretraining_config import PretrainingConfig
 
 
 def build_pretrainer(
-    config: PretrainingConfig, vocab_size: int, special_ids: Dict[str, int]
+    config: PretrainingConfig,
+    vocab_size: int,
+    special_ids: Dict[str, int],
+    tied_generator_output: bool = True,
 ) -> ElectraPretrainer:
     """The generator and discriminator encoders wired as the original (tied embeddings), or as
-    the objective / generator variants of the hparams ask, with their heads built."""
+    the objective / generator variants of the hparams ask, with their heads built.
+    `tied_generator_output` False (loading a Hugging Face generator saved untied only) gives the
+    generator head an output layer of its own."""
     disc_config, gen_config = config.model_configs(vocab_size)
     policy = keras.mixed_precision.DTypePolicy(config.scale.precision)
     g = config.generator
@@ -48,6 +53,7 @@ def build_pretrainer(
         disallow_correct=config.objective.disallow_correct,
         uniform_generator=g.uniform_generator if samples else False,
         unigram_counts=counts,
+        tied_generator_output=tied_generator_output,
         dtype=policy,
         name="electra_pretrainer",
     )

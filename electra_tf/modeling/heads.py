@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.modeling.encoder import Embeddings, _dense
-from electra_tf.modeling.layers import LayerNorm, get_activation
+from electra_tf.modeling.layers import LayerNorm, get_activation, truncated_normal
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -17,6 +17,9 @@ class MaskedLMHead(keras.layers.Layer):
         embeddings: the `Embeddings` layer whose word table is the output projection.
         hidden_act: activation of the dense layer ("gelu").
         initializer_range: stddev of the dense layer's truncated-normal init.
+        tied_output: the output projection is the word table (the original); False gives the
+            head its own, `output_weights` [vocab, E] (a Hugging Face generator saved with
+            tie_word_embeddings false).
 
     Example:
     >>> from electra_tf.model_config import ModelConfig
@@ -26,12 +29,21 @@ class MaskedLMHead(keras.layers.Layer):
     TensorShape([1, 2, 10])
     """
 
-    def __init__(self, embeddings: Embeddings, hidden_act="gelu", initializer_range=0.02, **kwargs):
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        hidden_act="gelu",
+        initializer_range=0.02,
+        tied_output: bool = True,
+        **kwargs,
+    ):
         kwargs.setdefault("name", "generator_predictions")
         super().__init__(**kwargs)
         self.embeddings = embeddings
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
+        self.tied_output = tied_output
+        self.output_weights = None
         e = embeddings.config.embedding_size
         self.dense = _dense(
             e, "dense", initializer_range, get_activation(hidden_act), dtype=self.dtype_policy
@@ -45,10 +57,18 @@ class MaskedLMHead(keras.layers.Layer):
         self.output_bias = self.add_weight(
             shape=(self.embeddings.config.vocab_size,), initializer="zeros", name="output_bias"
         )
+        if not self.tied_output:
+            c = self.embeddings.config
+            self.output_weights = self.add_weight(
+                shape=(c.vocab_size, c.embedding_size),
+                initializer=truncated_normal(self.initializer_range),
+                name="output_weights",
+            )
 
     def call(self, gathered_hidden):
         x = self.layer_norm(self.dense(gathered_hidden))
-        table = tf.cast(self.embeddings.word_embeddings, x.dtype)
+        table = self.embeddings.word_embeddings if self.tied_output else self.output_weights
+        table = tf.cast(table, x.dtype)
         logits = tf.einsum("bne,ve->bnv", x, table)
         return tf.cast(logits, tf.float32) + self.output_bias
 

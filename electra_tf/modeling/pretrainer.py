@@ -36,6 +36,8 @@ class ElectraPretrainer(keras.Model):
         uniform_generator: False, "uniform" (sample uniformly over the vocab, the original's
             `uniform_generator=true`), or "unigram" (sample from `unigram_counts`).
         unigram_counts: [V] token counts of the corpus, for `uniform_generator="unigram"`.
+        tied_generator_output: the generator's output layer is its word table (always in
+            pretraining; False only to load a Hugging Face generator saved untied).
 
     Example:
         model = ElectraPretrainer(disc, gen, objectives.build("electra"), special_ids)
@@ -52,6 +54,7 @@ class ElectraPretrainer(keras.Model):
         disallow_correct: bool = False,
         uniform_generator=False,
         unigram_counts=None,
+        tied_generator_output: bool = True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -83,6 +86,7 @@ class ElectraPretrainer(keras.Model):
                 generator.embeddings,
                 generator.config.hidden_act,
                 generator.config.initializer_range,
+                tied_output=tied_generator_output,
                 dtype=p,
             )
         # one attribute per head: the attribute names are the checkpoint paths

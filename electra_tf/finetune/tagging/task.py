@@ -46,8 +46,12 @@ class TaggingExample:
     tags: list[str]  # as in the file
 
 
-def read_conll(path: str, task_name: str) -> list[TaggingExample]:
-    """CoNLL columns -> sentences; errors name the file and line."""
+def read_conll(
+    path: str, task_name: str, word_column: int = 0, tag_column: int = -1
+) -> list[TaggingExample]:
+    """CoNLL columns -> sentences (the word and the tag in the given whitespace-separated
+    columns: the first and the last by default); errors name the file and line."""
+    need = max(2, *(c + 1 if c >= 0 else -c for c in (word_column, tag_column)))
     examples: list[TaggingExample] = []
     words: list[str] = []
     tags: list[str] = []
@@ -60,17 +64,18 @@ def read_conll(path: str, task_name: str) -> list[TaggingExample]:
             continue
         if fields[0] == "-DOCSTART-":
             continue
-        if len(fields) < 2:
+        if len(fields) < need:
             raise UserError(
-                f"{path}:{i + 1}: expected a word and a tag (whitespace-separated), found "
-                f"{len(fields)} column"
+                f"{path}:{i + 1}: expected a word and a tag (whitespace-separated"
+                + (f", {need} columns" if need > 2 else "")
+                + f"), found {len(fields)} column"
             )
-        tag = fields[-1]
+        tag = fields[tag_column]
         if tag != "O" and (tag.split("-", 1)[0] not in TAG_PREFIXES or "-" not in tag):
             raise UserError(
                 f"{path}:{i + 1}: unknown tag {tag!r} (expected O or B-/I-/E-/S-<type>)"
             )
-        words.append(fields[0])
+        words.append(fields[word_column])
         tags.append(tag)
     if not examples:
         raise UserError(f"{path}: no sentences")
