@@ -32,7 +32,16 @@ OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v")
 OPTIMIZER_NAMES = ("global_step",)
 UNUSED_NAMES = ("generator_predictions/temperature",)
-NETWORK_SCOPES = ("electra", "generator", "generator_predictions", "discriminator_predictions")
+NETWORK_SCOPES = (
+    "electra",
+    "generator",
+    "generator_predictions",
+    "discriminator_predictions",
+    # Electric's two-tower generator and its head
+    "generator_ltr",
+    "generator_rtl",
+    "cloze_predictions",
+)
 MAX_LISTED = 12
 
 

@@ -245,6 +245,11 @@ def load_networks(
         overrides["uniform_generator"] = UNIFORM
     pconfig = pretraining_config_for(config, gen_config, untied, data_dir=data_dir, **overrides)
     networks = build_pretrainer(pconfig, config.model_config.vocab_size, special_ids)
+    if head == "generator" and networks.two_tower:
+        raise UserError(
+            f"{prefix}: Electric's two-tower cloze generator has no masked-LM export; use "
+            "--head=discriminator (or --format=original_checkpoint for every network)"
+        )
     needed = networks.weights_of(parts)  # with the shared embeddings where tied
     if object_based:
         disc_path = checkpoints.discriminator_object_path(prefix)

@@ -138,6 +138,7 @@ def mask_inputs(
     mask_token_fraction: float = 0.85,
     random_token_fraction: float = 0.0,
     vocab_size: Optional[int] = None,
+    word_continuation: Optional[tf.Tensor] = None,
 ) -> MaskedInputs:
     """ELECTRA's dynamic masking.
 
@@ -145,21 +146,26 @@ def mask_inputs(
     num_to_predict slots are used. Of the chosen positions, `mask_token_fraction` (0.85) become
     [MASK] and the rest keep their token; the original replaces none with a random token
     (`random_token_fraction` > 0 gives BERT's 80/10/10 with 0.8 / 0.1).
+
+    With `word_continuation` (bool [V], True for `##` pieces) the positions are whole words
+    instead (`whole_word_positions`); the [MASK] / kept / random choice is still per token.
     """
     n = max_predictions
     candidates = candidates_mask(input_ids, input_mask, special_ids)
-    rank = tf.cumsum(tf.cast(candidates, tf.int32), axis=1)  # [B, L]
-    num_candidates = rank[:, -1:]  # [B, 1]
     u = counter_uniform(key, example_counters(example_ids, [3, n]))  # [B, 3, N]
-    k = tf.cast(tf.floor(u[:, 0] * tf.cast(num_candidates, tf.float32)), tf.int32)
-    k = tf.minimum(k, tf.maximum(num_candidates - 1, 0))  # [B, N]: which candidate
-    # the (k+1)-th candidate sits at index #{j : rank[j] <= k}
-    positions = tf.reduce_sum(
-        tf.cast(rank[:, tf.newaxis, :] <= k[:, :, tf.newaxis], tf.int32), axis=-1
-    )
     num = num_to_predict(input_mask, mask_prob, n)
-    weights_int = tf.sequence_mask(num, n, dtype=tf.int32)
-    weights_int *= tf.cast(num_candidates > 0, tf.int32)
+    if word_continuation is not None:
+        positions, weights_int = whole_word_positions(
+            input_ids, candidates, word_continuation, num, n, key, example_ids
+        )
+    else:
+        rank = tf.cumsum(tf.cast(candidates, tf.int32), axis=1)  # [B, L]
+        num_candidates = rank[:, -1:]  # [B, 1]
+        k = tf.cast(tf.floor(u[:, 0] * tf.cast(num_candidates, tf.float32)), tf.int32)
+        k = tf.minimum(k, tf.maximum(num_candidates - 1, 0))  # [B, N]: which candidate
+        positions = nth_true_index(rank, k)
+        weights_int = tf.sequence_mask(num, n, dtype=tf.int32)
+        weights_int *= tf.cast(num_candidates > 0, tf.int32)
     positions = positions * weights_int
     masked_lm_ids = gather_positions(input_ids, positions) * weights_int
     use_mask = u[:, 1] < mask_token_fraction
@@ -179,6 +185,59 @@ def mask_inputs(
         masked_lm_ids=masked_lm_ids,
         masked_lm_weights=tf.cast(weights_int, tf.float32),
     )
+
+
+def nth_true_index(rank: tf.Tensor, k: tf.Tensor) -> tf.Tensor:
+    """[B, N]: the index of the (k+1)-th True of a row, from rank = cumsum(row) [B, L]: the
+    number of indices j with rank[j] <= k."""
+    return tf.reduce_sum(tf.cast(rank[:, tf.newaxis, :] <= k[:, :, tf.newaxis], tf.int32), -1)
+
+
+def whole_word_positions(input_ids, candidates, word_continuation, num, n, key, example_ids):
+    """Whole-word masking: ([B, N] positions, [B, N] int weights).
+
+    A word is a candidate token and the `##` continuation candidates right after it (a `##`
+    piece after a non-candidate starts a word of its own). The words are taken in a random order
+    (a uniform key per word, keyed by the example's content and the word's first position, so a
+    pure function of (seed, step, example content, position) as all masking), each one whole
+    and only if it still fits: the masked tokens never exceed the original's count num_to_predict
+    (over tokens, [CLS] and [SEP] counted), and a word that does not fit is skipped for the later
+    ones that may (BERT's whole-word rule). Every token of a taken word gets a slot, in position
+    order; no position is chosen twice (the original draws with replacement).
+    """
+    batch, length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+    cand = tf.cast(candidates, tf.int32)
+    cont = tf.gather(tf.cast(word_continuation, tf.int32), input_ids) * cand
+    previous = tf.pad(cand[:, :-1], [[0, 0], [1, 0]])
+    start = cand * (1 - cont * previous)  # [B, L]: a word begins here
+    word = tf.cumsum(start, axis=1) * cand  # 1-based word index per token, 0 off candidates
+    # per word k in 0..L (0: no word): its length and its key
+    segments = word + tf.range(batch)[:, tf.newaxis] * (length + 1)
+    size = batch * (length + 1)
+    lengths = tf.reshape(tf.math.unsorted_segment_sum(cand, segments, size), [batch, -1])
+    index = tf.bitcast(tf.range(length, dtype=tf.int32) + 3 * n, tf.uint32)  # after u's
+    u = counter_uniform(key, (tf.reshape(_to_u32(example_ids), [-1, 1]), index[tf.newaxis]))
+    keys = tf.math.unsorted_segment_sum(u * tf.cast(start, tf.float32), segments, size)
+    keys = tf.where(lengths > 0, tf.reshape(keys, [batch, -1]), 2.0)
+    keys = tf.concat([tf.fill([batch, 1], 3.0), keys[:, 1:]], axis=1)  # word 0 last
+    order = tf.argsort(keys, axis=1, stable=True)  # words in a random order, then the rest
+    sorted_lengths = tf.gather(lengths * tf.cast(keys < 2.0, tf.int32), order, batch_dims=1)
+
+    def take(used, word_length):  # greedy: a word is taken when it still fits
+        fits = (word_length > 0) & (used + word_length <= num)
+        return used + tf.where(fits, word_length, 0)
+
+    used = tf.scan(take, tf.transpose(sorted_lengths), initializer=tf.zeros_like(num))
+    used = tf.transpose(used)  # [B, L+1]: tokens used after each word of the order
+    before = tf.pad(used[:, :-1], [[0, 0], [1, 0]])
+    taken_sorted = tf.cast(used > before, tf.int32)
+    # back from the random order to word indices
+    taken = tf.gather(taken_sorted, tf.argsort(order, axis=1), batch_dims=1)
+    chosen = tf.gather(taken, word, batch_dims=1) * cand  # [B, L]
+    count = tf.reduce_sum(chosen, axis=1)
+    slots = tf.broadcast_to(tf.range(n)[tf.newaxis], [batch, n])
+    positions = nth_true_index(tf.cumsum(chosen, axis=1), slots)
+    return positions, tf.sequence_mask(count, n, dtype=tf.int32)
 
 
 SAMPLING_BLOCK = 128

@@ -1,4 +1,5 @@
-"""ELECTRA's optimizer: AdamW without bias correction, its learning-rate schedule, layer-wise decay.
+"""ELECTRA's optimizer: AdamW without bias correction (and LAMB on top of it), its learning-rate
+schedule, layer-wise decay.
 
 The optimizer is a `tf.Module` rather than a Keras optimizer: Keras clips gradients per replica
 before summing them over replicas, while the original clips the global gradient. Here the caller
@@ -12,6 +13,8 @@ from typing import Callable, Dict, Iterable, Optional, Sequence
 import tensorflow as tf
 from tensorflow.python.trackable.data_structures import NoDependency
 
+OPTIMIZERS = ("adamw", "lamb")
+
 
 class ElectraSchedule:
     """lr(step) = peak * (1 - min(step, T)/T)^power * min(1, step / warmup), as the original.
@@ -24,7 +27,9 @@ class ElectraSchedule:
     0.475
     """
 
-    def __init__(self, peak_lr: float, num_train_steps: int, warmup_steps: int, power: float = 1.0):
+    def __init__(
+        self, peak_lr: float, num_train_steps: int, warmup_steps: float, power: float = 1.0
+    ):
         self.peak_lr = peak_lr
         self.num_train_steps = num_train_steps
         self.warmup_steps = warmup_steps
@@ -37,6 +42,27 @@ class ElectraSchedule:
         if self.warmup_steps > 0:
             decayed *= tf.minimum(1.0, step / float(self.warmup_steps))
         return decayed
+
+
+class StagedSchedule:
+    """Two-stage training's rate (paper §3.2): each stage is a run of its own, `first` from step
+    0 and `second` from step `boundary` (warmup and decay restart there).
+
+    Example:
+    >>> s = StagedSchedule(ElectraSchedule(1.0, 10, 0), ElectraSchedule(2.0, 20, 0), 10)
+    >>> float(s(5)), float(s(10)), float(s(20))
+    (0.5, 2.0, 1.0)
+    """
+
+    def __init__(self, first: ElectraSchedule, second: ElectraSchedule, boundary: int):
+        self.first = first
+        self.second = second
+        self.boundary = boundary
+
+    def __call__(self, step) -> tf.Tensor:
+        step = tf.cast(step, tf.float32)
+        boundary = float(self.boundary)
+        return tf.where(step < boundary, self.first(step), self.second(step - boundary))
 
 
 def layer_depth(variable_path: str, num_layers: int) -> int:
@@ -198,8 +224,60 @@ class ElectraAdamW(tf.Module):
             u = m_new / (tf.sqrt(v_new) + eps)
             if decay:
                 u += wd * var
+            u = self.scale_update(i, var, u)
             m.assign(m_new)
             v.assign(v_new)
             return var.assign_sub(tf.cast(rate, var.dtype) * u)
 
         return update
+
+    def scale_update(self, i: int, var, u: tf.Tensor) -> tf.Tensor:
+        """The update of variable `i` before the learning rate: AdamW's as it is."""
+        return u
+
+
+class ElectraLamb(ElectraAdamW):
+    """LAMB (You et al., 2020) on top of `ElectraAdamW`: each variable's update u (Adam without
+    bias correction, plus the decoupled weight decay) is scaled by the trust ratio
+    ||w|| / ||u|| (1 where either norm is 0) before the learning rate:
+    w -= lr * multiplier * (||w|| / ||u||) * u. Clipping, schedule, weight-decay exclusions and
+    layer-wise multipliers are AdamW's. As TensorFlow Addons' LAMB (what NVIDIA's TF2 ELECTRA
+    uses), the variables excluded from weight decay (LayerNorm, biases) are also excluded from
+    the trust ratio, whatever `weight_decay_rate` is.
+
+    Args:
+        exclude_from_layer_adaptation: substrings of variable paths without the trust ratio
+            (None: `exclude_from_weight_decay`).
+        the others: as `ElectraAdamW`.
+    """
+
+    def __init__(
+        self,
+        learning_rate,
+        variables: Sequence,
+        exclude_from_layer_adaptation: Optional[Sequence[str]] = None,
+        name: str = "electra_lamb",
+        **kwargs,
+    ):
+        super().__init__(learning_rate, variables, name=name, **kwargs)
+        exclude = exclude_from_layer_adaptation
+        exclude = self.exclude_from_weight_decay if exclude is None else tuple(exclude)
+        self.exclude_from_layer_adaptation = exclude
+        self.adapt_flags = [not any(s in p for s in exclude) for p in self._paths]
+
+    def scale_update(self, i: int, var, u: tf.Tensor) -> tf.Tensor:
+        if not self.adapt_flags[i]:
+            return u
+        w_norm = tf.norm(var)
+        u_norm = tf.norm(u)
+        one = tf.ones_like(w_norm)
+        ratio = tf.where(w_norm > 0, tf.where(u_norm > 0, w_norm / u_norm, one), one)
+        return ratio * u
+
+
+def make_optimizer(name: str, learning_rate, variables: Sequence, **kwargs) -> ElectraAdamW:
+    """The `optimizer` hparam's optimizer ("adamw" or "lamb"); `kwargs` are `ElectraAdamW`'s."""
+    classes = {"adamw": ElectraAdamW, "lamb": ElectraLamb}
+    if name not in classes:
+        raise ValueError(f"optimizer {name!r} is not one of {', '.join(OPTIMIZERS)}")
+    return classes[name](learning_rate, variables, **kwargs)

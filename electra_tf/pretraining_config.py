@@ -24,6 +24,7 @@ from electra_tf.model_config import (
     get_generator_config,
     get_model_config,
 )
+from electra_tf.optimization import OPTIMIZERS
 
 DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -52,6 +53,8 @@ class ObjectiveHparams:
     temperature: float = 1.0
     disallow_correct: bool = False
     adversarial_generator: bool = hparam(False, help="REINFORCE generator (paper appendix F)")
+    electric_objective: bool = hparam(False, help="Electric (the original's); = objective electric")
+    whole_word_masking: bool = hparam(False, help="mask whole words (a token and its ## pieces)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +67,7 @@ class GeneratorHparams:
     uniform_generator: Union[bool, Literal["uniform", "unigram"]] = False
     generator_config: Dict[str, Any] = hparam({}, help="BERT JSON keys overriding the derived")
     token_counts_file: Optional[str] = hparam(None, help="None: token_counts.txt by the data")
+    two_tower_generator: bool = hparam(False, help="Electric's cloze generator; forced by it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +89,10 @@ class OptimizerHparams:
     num_train_steps: int = 1000000
     train_batch_size: int = 128
     clip_norm: Optional[float] = 1.0
+    optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
+    # paper §3.2: the generator alone (MLM) for n steps, then the discriminator initialised
+    # from it and trained with the generator frozen; 0: off
+    two_stage_steps: int = hparam(0, help="steps of the generator-only first stage; 0: off")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +180,16 @@ class PretrainingConfig:
             vocab_file=paths.vocab_file or os.path.join(data_dir, "vocab.txt"),
             model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
-        o, m = sections["objective"], sections["model"]
+        o, m, g = sections["objective"], sections["model"], sections["generator"]
+        two_tower = objectives.objective_class(
+            o.objective, o.electra_objective, o.adversarial_generator, o.electric_objective
+        ).requires_two_tower_generator
+        if two_tower and not g.two_tower_generator:  # Electric forces it, as the original
+            if "two_tower_generator" in hparams:
+                raise UserError(
+                    "Electric needs the two-tower generator: two_tower_generator cannot be false"
+                )
+            sections["generator"] = dataclasses.replace(g, two_tower_generator=True)
         # derived, as the original (so it cannot be passed in)
         max_predictions = int((o.mask_prob + 0.005) * m.max_seq_length)
         config = cls(model_name, data_dir, max_predictions_per_seq=max_predictions, **sections)
@@ -192,7 +209,9 @@ class PretrainingConfig:
     @property
     def objective_class(self) -> type:
         o = self.objective
-        return objectives.objective_class(o.objective, o.electra_objective, o.adversarial_generator)
+        return objectives.objective_class(
+            o.objective, o.electra_objective, o.adversarial_generator, o.electric_objective
+        )
 
     def build_objective(self) -> objectives.Objective:
         o = self.objective
@@ -200,6 +219,7 @@ class PretrainingConfig:
             o.objective,
             o.electra_objective,
             o.adversarial_generator,
+            o.electric_objective,
             gen_weight=o.gen_weight,
             disc_weight=o.disc_weight,
             mask_prob=o.mask_prob,
@@ -252,6 +272,46 @@ class PretrainingConfig:
         if o.adversarial_generator and g.uniform_generator:
             raise UserError(
                 "adversarial_generator needs a generator network, not uniform_generator"
+            )
+        if g.two_tower_generator:
+            if not samples or g.uniform_generator or not g.untied_generator:
+                raise UserError(
+                    "two_tower_generator needs a generator network of its own: an objective "
+                    "that samples replacements, untied_generator=true, no uniform_generator"
+                )
+            if o.adversarial_generator:
+                raise UserError("two_tower_generator cannot be combined with adversarial_generator")
+        self._validate_two_stage()
+
+    def _validate_two_stage(self) -> None:
+        n, o, g = self.optimizer.two_stage_steps, self.objective, self.generator
+        if n == 0:
+            return
+        if not 0 < n < self.optimizer.num_train_steps:
+            raise UserError(
+                f"two_stage_steps must be 0 (off) or in (0, num_train_steps "
+                f"{self.optimizer.num_train_steps}), got {n}"
+            )
+        cls = self.objective_class
+        if not cls.detects_replaced_tokens or o.adversarial_generator or g.two_tower_generator:
+            raise UserError(
+                "two_stage_steps needs replaced token detection with a generator trained by "
+                "masked LM (objective electra or electra_15, no adversarial_generator, no "
+                "two-tower generator)"
+            )
+        if not self.has_generator_network:
+            raise UserError(
+                "two_stage_steps needs a generator network of its own (untied_generator=true, "
+                "no uniform_generator)"
+            )
+        disc, gen = self.model_configs(self.model.vocab_size or 30522)
+        differ = sorted(k for k, v in disc.to_dict().items() if getattr(gen, k) != v)
+        if differ:
+            raise UserError(
+                "two_stage_steps initialises the discriminator from the generator: they must "
+                "have the same size (generator_hidden_size=1.0, generator_layers=1.0, and "
+                "generator_config for what else differs); they differ in "
+                + ", ".join(f"{k} ({getattr(gen, k)} vs {getattr(disc, k)})" for k in differ)
             )
 
     def model_configs(self, vocab_size: int) -> Tuple[ModelConfig, Optional[ModelConfig]]:

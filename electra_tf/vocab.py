@@ -4,6 +4,8 @@ import collections
 import os
 from typing import Dict, Optional, Sequence
 
+import numpy as np
+
 from electra_tf.errors import UserError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -53,6 +55,18 @@ def vocab_tokens(vocab: Dict[str, int]) -> list:
     for token, i in vocab.items():
         tokens[i] = token
     return tokens
+
+
+CONTINUATION_PREFIX = "##"
+
+
+def continuation_table(vocab: Dict[str, int]) -> np.ndarray:
+    """bool [V]: True for WordPiece continuation pieces (`##...`, the inside of a word), what
+    whole-word masking groups with the token before them."""
+    table = np.zeros(max(vocab.values()) + 1, bool)
+    for token, i in vocab.items():
+        table[i] = token.startswith(CONTINUATION_PREFIX)  # BERT's whole-word rule
+    return table
 
 
 def unk_id(vocab: Dict[str, int], default: Optional[int] = 0) -> Optional[int]:

@@ -22,6 +22,11 @@ import pytest
 from harness import ENV, REPO, TINY_RUN
 
 TINY = TINY_RUN
+TWO_STAGE = dict(  # the generator the discriminator's size, the stage switch at step 4
+    two_stage_steps=4,
+    generator_hidden_size=1.0,
+    generator_config={"intermediate_size": 64, "num_attention_heads": 2},
+)
 STEP_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.naninf+-]+)", re.M)
 pytestmark = pytest.mark.slow  # every test here trains in subprocesses
 
@@ -175,6 +180,9 @@ def test_multi_worker_lock_step_matches_single_worker(data_dir):
         # 4 steps per call, cut at the log (every 3) and save (every 4) boundaries: the kill
         # lands after the checkpoint at 4, the resumed run replays 5.. in calls of other lengths
         ("loops", dict(iterations_per_loop=4, log_every_steps=3, save_checkpoints_steps=4), 6),
+        # two-stage training with the boundary at the checkpoint: the resumed run initialises
+        # the discriminator from the generator at step 4, as the uninterrupted one did
+        ("two_stage", dict(TWO_STAGE, iterations_per_loop=4, save_checkpoints_steps=4), 6),
     ],
 )
 def test_kill_9_then_resume_matches_uninterrupted_run(data_dir, name, extra, kill_after):

@@ -12,8 +12,9 @@ Differences from the original's code defaults, on purpose (the paper's Table 7 v
 `weight_decay_rate` keeps the code's 0.01 (the paper's table says 0).
 
 A value left None is derived by `FinetuningConfig` (never written back into the sections):
-`num_train_epochs` and `max_seq_length` from the tasks' kinds (`registry.task_defaults`; a custom
-task's task.json), `learning_rate` from a custom task's task.json else the model size,
+`num_train_epochs` and `max_seq_length` from the task's kind in a single-task run (a custom
+task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the original
+(`registry.task_defaults`), `learning_rate` from a custom task's task.json else the model size,
 `layerwise_lr_decay` and the small model's `embedding_size` from the model size,
 `init_checkpoint` from the data dir and model name.
 """
@@ -28,6 +29,7 @@ from electra_tf.errors import UserError
 from electra_tf.finetune import registry
 from electra_tf.hparams import from_flat, hparam, to_flat
 from electra_tf.model_config import MODEL_SIZES
+from electra_tf.optimization import OPTIMIZERS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +61,9 @@ class OptimizationHparams:
     layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
     layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
     num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
-    warmup_proportion: float = 0.1
+    warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
     clip_norm: float = 1.0
+    optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
     jit_compile: Optional[bool] = hparam(None, help="None: XLA when training runs >= 300 steps")
     log_every_steps: int = 10
 

@@ -34,11 +34,10 @@ FeatureSpec = dict[str, tuple[tuple[int, ...], Any]]  # name -> (shape without b
 class Task:
     """Base class of a fine-tuning task.
 
-    The class attributes are the run defaults of this kind of task (`registry.task_defaults`
-    combines them over a run's tasks): `default_num_train_epochs`, `default_max_seq_length`,
-    and `defaults_precedence` (the defaults of the tasks with the highest precedence win, then
-    the largest value); `default_learning_rate` (None: the model size's; the smallest one
-    the run's tasks set wins).
+    The class attributes are the run defaults of this kind of task: `default_num_train_epochs`
+    and `default_max_seq_length` (those of a single-task run; a multi-task run takes this base
+    class's, as the original: `registry.task_defaults`); `default_learning_rate` (None: the
+    model size's; the smallest one the run's tasks set wins).
 
     Args:
         config: the run's `FinetuningConfig`.
@@ -48,7 +47,6 @@ class Task:
 
     default_num_train_epochs: float = 3.0
     default_max_seq_length: int = 128
-    defaults_precedence: int = 0
     default_learning_rate: Optional[float] = None
     # what the SavedModel's export_config.json calls this kind ("classification", ...)
     export_kind: Optional[str] = None
@@ -118,12 +116,18 @@ def split_path(config: Any, task_name: str, filename: str) -> str:
 
 
 def read_lines(path: str) -> list[str]:
-    """The file's lines without line ends; an empty file is an error."""
+    """The file's lines without line ends (\n, or \r\n), split at \n only, as the original's
+    readers: a sentence holding another line break character (\x85, \u2028, \x0b, \x1c ...,
+    which `str.splitlines` splits at) stays in its row. An empty file is an error."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text ({e})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     if not any(line.strip() for line in lines):
         raise UserError(f"{path}: empty file")
     return lines

@@ -14,7 +14,7 @@ from electra_tf.finetune.features import Features, pad_rows
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.task import Task
-from electra_tf.optimization import ElectraAdamW, ElectraSchedule, layerwise_lr_multipliers
+from electra_tf.optimization import ElectraSchedule, layerwise_lr_multipliers, make_optimizer
 
 
 def log(msg: str) -> None:
@@ -37,9 +37,10 @@ def train(
         multipliers = layerwise_lr_multipliers(
             variables, n_layers, config.layerwise_lr_decay, config.layerwise_lr_decay_fixed
         )
-    warmup = int(steps * config.warmup_proportion)
+    warmup = steps * config.warmup_proportion  # a float, as the original's
     schedule = ElectraSchedule(config.learning_rate, max(steps, 1), warmup)
-    optimizer = ElectraAdamW(
+    optimizer = make_optimizer(
+        config.optimizer,
         schedule,
         variables,
         weight_decay_rate=config.weight_decay_rate,

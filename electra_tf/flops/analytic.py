@@ -201,6 +201,27 @@ class TransformerFlops:
         return self.forward_flops(discriminator=True)
 
 
+@dataclasses.dataclass
+class TwoTowerFlops:
+    """Electric's two-tower cloze generator (`modeling.two_tower`) in the same conventions: two
+    towers of `tower`'s shape over the whole sequence (attention counted over every position,
+    as `TransformerFlops` does), and the cloze head (dense from both towers' 2·h states, GELU,
+    LN, tied output) at every position.
+
+    Example:
+        >>> tower = TransformerFlops(h=64, l=12, s=128, e=128)
+        >>> TwoTowerFlops(tower).forward_flops() > 2 * tower.forward_flops()
+        True
+    """
+
+    tower: TransformerFlops
+
+    def forward_flops(self, discriminator: bool = False) -> float:
+        t = self.tower
+        cloze = dataclasses.replace(t, h=2 * t.h, output_frac=1.0)
+        return 2 * (t.l * t.block_flops() + t.input_embedding_flops()) + cloze.mlm_output_flops()
+
+
 def electra_train_flops(
     h_d: int,
     l_d: int,

@@ -9,9 +9,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import vocab
 from electra_tf.errors import UserError
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.pretrainer import UNIGRAM, ElectraPretrainer
+from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
 from electra_tf.pretraining_config import PretrainingConfig
 
 
@@ -20,11 +22,13 @@ def build_pretrainer(
     vocab_size: int,
     special_ids: Dict[str, int],
     tied_generator_output: bool = True,
+    word_continuation: Optional[np.ndarray] = None,
 ) -> ElectraPretrainer:
     """The generator and discriminator encoders wired as the original (tied embeddings), or as
     the objective / generator variants of the hparams ask, with their heads built.
     `tied_generator_output` False (loading a Hugging Face generator saved untied only) gives the
-    generator head an output layer of its own."""
+    generator head an output layer of its own. `word_continuation` (whole-word masking's ##
+    table, `vocab.continuation_table`) defaults to the config's vocab file's, where it exists."""
     disc_config, gen_config = config.model_configs(vocab_size)
     policy = keras.mixed_precision.DTypePolicy(config.scale.precision)
     g = config.generator
@@ -36,14 +40,16 @@ def build_pretrainer(
         generator = discriminator
     else:
         shared = None if g.untied_generator_embeddings else discriminator.embeddings
-        generator = TransformerEncoder(
-            gen_config, embeddings=shared, name="generator", dtype=policy
-        )
+        network = TwoTowerClozeGenerator if g.two_tower_generator else TransformerEncoder
+        generator = network(gen_config, embeddings=shared, name="generator", dtype=policy)
     counts = None
     if samples and g.uniform_generator == UNIGRAM:
         counts = load_unigram_counts(
             g.token_counts_file or config.paths.pretrain_tfrecords, vocab_size, special_ids
         )
+    wwm = config.objective.whole_word_masking
+    if wwm and word_continuation is None and os.path.exists(config.paths.vocab_file):
+        word_continuation = vocab.continuation_table(vocab.read_vocab(config.paths.vocab_file))
     model = ElectraPretrainer(
         discriminator,
         generator,
@@ -54,6 +60,8 @@ def build_pretrainer(
         uniform_generator=g.uniform_generator if samples else False,
         unigram_counts=counts,
         tied_generator_output=tied_generator_output,
+        whole_word_masking=wwm,
+        word_continuation=word_continuation if wwm else None,
         dtype=policy,
         name="electra_pretrainer",
     )
@@ -125,6 +133,8 @@ def flops_per_step(
             seq_len=config.model.max_seq_length,
             objective=o.objective,
             electra_objective=o.electra_objective,
+            electric_objective=o.electric_objective,
+            two_tower_generator=config.generator.two_tower_generator,
             mask_prob=o.mask_prob,
             sparse_embed_lookup=sparse_embed_lookup,
             backward_factor=backward_factor,

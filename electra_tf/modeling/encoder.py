@@ -18,6 +18,8 @@ from electra_tf.modeling.layers import (
     truncated_normal,
 )
 
+CAUSAL_MASKS = (None, "ltr", "rtl")
+
 
 def _dense(units, name, init_range=None, activation=None, dtype=None):
     """A Dense layer; trunc-normal(init_range) kernel, or glorot_uniform where the original used
@@ -131,7 +133,7 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
             self.output_dense.build((None, None, i))
             self.output_layer_norm.build((None, None, h))
 
-    def call(self, x, input_mask, seeds: Optional[SeedSequence] = None):
+    def call(self, x, input_mask, seeds: Optional[SeedSequence] = None, causal_mask=None):
         c = self.config
         heads = c.num_attention_heads
         head_size = c.hidden_size // heads
@@ -148,6 +150,8 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
         # original); built here from the int mask since Keras casts float call arguments to
         # the compute dtype, and the softmax runs in float32 under mixed precision
         mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+        if causal_mask is not None:  # int [L, L]: query i may attend key j (ltr / rtl)
+            mask *= tf.cast(causal_mask, tf.float32)[tf.newaxis, tf.newaxis]
         scores = tf.cast(scores, tf.float32) + (1.0 - mask) * -10000.0
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
         probs = dropout(probs, c.attention_probs_dropout_prob, seeds and seeds.next())
@@ -172,6 +176,9 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
         embeddings: an existing `Embeddings` layer to share (tied embeddings); a new one when None.
             When shared and its width differs from `hidden_size`, an `embeddings_project` dense
             layer (glorot init, as the original) maps it to the hidden size.
+        causal: None (bidirectional), "ltr" (position i attends to positions <= i, the diagonal
+            included) or "rtl" (positions >= i): the original's `ltr` / `rtl` attention masks,
+            used by Electric's two-tower generator.
 
     Example:
     >>> cfg = ModelConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
@@ -182,10 +189,19 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
     TensorShape([1, 3, 8])
     """
 
-    def __init__(self, config: ModelConfig, embeddings: Optional[Embeddings] = None, **kwargs):
+    def __init__(
+        self,
+        config: ModelConfig,
+        embeddings: Optional[Embeddings] = None,
+        causal: Optional[str] = None,
+        **kwargs,
+    ):
         kwargs.setdefault("name", "electra")
         super().__init__(**kwargs)
+        if causal not in CAUSAL_MASKS:
+            raise ValueError(f"causal must be one of {CAUSAL_MASKS}, got {causal!r}")
         self.config = config
+        self.causal = causal
         self.embeddings = embeddings or Embeddings(config, dtype=self.dtype_policy)
         emb_size = self.embeddings.config.embedding_size
         self.embeddings_project = None
@@ -200,6 +216,9 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
                 f"layer_{i}",
                 TransformerLayer(config, name=f"layer_{i}", dtype=self.dtype_policy),
             )
+
+    def get_config(self):
+        return {**super().get_config(), "causal": self.causal}
 
     @property
     def transformer_layers(self):
@@ -221,6 +240,11 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
         x = self.embeddings(input_ids, segment_ids, seeds=seeds)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
+        causal_mask = None
+        if self.causal is not None:
+            ones = tf.ones([tf.shape(input_ids)[1]] * 2, tf.int32)
+            lower, upper = (-1, 0) if self.causal == "ltr" else (0, -1)
+            causal_mask = tf.linalg.band_part(ones, lower, upper)
         for layer in self.transformer_layers:
-            x = layer(x, input_mask, seeds=seeds)
+            x = layer(x, input_mask, seeds=seeds, causal_mask=causal_mask)
         return x

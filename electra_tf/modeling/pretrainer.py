@@ -14,12 +14,15 @@ import tensorflow as tf
 from electra_tf import masking
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import MaskedLMHead
+from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
 from electra_tf.objectives import DiscriminatorInputs, GeneratorOutputs, Objective
 
 # purposes of the counter-based randomness (see masking.random_key)
 RANDOM_MASKING = 0
 RANDOM_SAMPLING = 1
 UNIFORM, UNIGRAM = "uniform", "unigram"
+# two-stage training (paper §3.2): what one stage trains
+GENERATOR_STAGE, DISCRIMINATOR_STAGE = "generator", "discriminator"
 
 
 class ElectraPretrainer(keras.Model):
@@ -28,7 +31,10 @@ class ElectraPretrainer(keras.Model):
     Args:
         discriminator: the `TransformerEncoder` to pretrain (named "electra").
         generator: the generator encoder; None for the uniform / unigram generator; the
-            discriminator itself for a fully tied generator or a masked-LM objective.
+            discriminator itself for a fully tied generator or a masked-LM objective; a
+            `TwoTowerClozeGenerator` (Electric's): it runs on the unmasked input, its head is
+            `cloze_predictions` over every position, and the cloze loss over the candidate
+            positions replaces the masked-LM loss, as the original's `two_tower_generator`.
         objective: the `Objective` (losses, heads, masking fractions).
         special_ids: dict with "mask", "cls", "sep" (and optionally "pad") token ids.
         temperature: generator logits are divided by it before sampling.
@@ -38,6 +44,10 @@ class ElectraPretrainer(keras.Model):
         unigram_counts: [V] token counts of the corpus, for `uniform_generator="unigram"`.
         tied_generator_output: the generator's output layer is its word table (always in
             pretraining; False only to load a Hugging Face generator saved untied).
+        whole_word_masking: masking chooses whole words (`masking.mask_inputs`); needs
+            `word_continuation`.
+        word_continuation: bool [V], True for the `##` continuation pieces
+            (`vocab.continuation_table`); None where nothing is masked (export).
 
     Example:
         model = ElectraPretrainer(disc, gen, objectives.build("electra"), special_ids)
@@ -55,11 +65,24 @@ class ElectraPretrainer(keras.Model):
         uniform_generator=False,
         unigram_counts=None,
         tied_generator_output: bool = True,
+        whole_word_masking: bool = False,
+        word_continuation=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.discriminator = discriminator
         self.generator = generator
+        self.two_tower = isinstance(generator, TwoTowerClozeGenerator)
+        self.whole_word_masking = whole_word_masking
+        self.word_continuation = None
+        if word_continuation is not None:
+            word_continuation = np.asarray(word_continuation, bool)
+            if word_continuation.shape != (discriminator.config.vocab_size,):
+                raise ValueError(
+                    f"word_continuation has shape {word_continuation.shape}, not "
+                    f"({discriminator.config.vocab_size},)"
+                )
+            self.word_continuation = word_continuation
         self.objective = objective
         self.special_ids = dict(special_ids)
         self.temperature = temperature
@@ -82,12 +105,14 @@ class ElectraPretrainer(keras.Model):
         p = self.dtype_policy
         self.generator_predictions = None
         if generator is not None:
+            head_name = {"name": "cloze_predictions"} if self.two_tower else {}
             self.generator_predictions = MaskedLMHead(
                 generator.embeddings,
                 generator.config.hidden_act,
                 generator.config.initializer_range,
                 tied_output=tied_generator_output,
                 dtype=p,
+                **head_name,
             )
         # one attribute per head: the attribute names are the checkpoint paths
         heads = objective.make_heads(discriminator, generator, dtype=p)
@@ -121,7 +146,10 @@ class ElectraPretrainer(keras.Model):
         if self.generator is not None and not self.generator.built:
             self.generator.build()
         if self.generator_predictions is not None:
-            self.generator_predictions.build((None, None, self.generator.config.hidden_size))
+            width = self.generator.config.hidden_size
+            if self.two_tower:
+                width = self.generator.output_size
+            self.generator_predictions.build((None, None, width))
         self.objective.build_heads(heads, self.discriminator, self.generator)
 
     def build(self, input_shape=None):
@@ -130,16 +158,37 @@ class ElectraPretrainer(keras.Model):
     def call(self, inputs, training=False):
         return self.compute(inputs, step=0, seed=0, training=training)
 
-    def denominators(self, inputs) -> Dict[str, tf.Tensor]:
-        """The objective's loss denominators for a batch (see `Objective.denominators`)."""
-        num = masking.num_to_predict(inputs["input_mask"], self.mask_prob, self.max_predictions)
-        return self.objective.denominators(inputs["input_mask"], num)
+    def denominators(self, inputs, step=0, seed=0) -> Dict[str, tf.Tensor]:
+        """The objective's loss denominators for a batch (see `Objective.denominators`); with
+        whole-word masking the masked-token count depends on the words drawn at (step, seed)."""
+        if self.whole_word_masking:
+            num = tf.reduce_sum(self.mask(inputs, step, seed).masked_lm_weights, axis=-1)
+        else:
+            num = masking.num_to_predict(inputs["input_mask"], self.mask_prob, self.max_predictions)
+        dens = self.objective.denominators(inputs["input_mask"], num)
+        if self.two_tower:  # the cloze loss covers every candidate position
+            dens["cloze_weight_sum"] = tf.reduce_sum(tf.cast(self.candidates(inputs), tf.float32))
+        return dens
+
+    def candidates(self, inputs) -> tf.Tensor:
+        """bool [B, L]: the positions masking may choose (real tokens but [CLS], [SEP], [MASK])."""
+        s = self.special_ids
+        return masking.candidates_mask(
+            tf.cast(inputs["input_ids"], tf.int32),
+            tf.cast(inputs["input_mask"], tf.int32),
+            (s["cls"], s["sep"], s["mask"]),
+        )
 
     def mask(self, inputs, step, seed) -> masking.MaskedInputs:
         """This objective's dynamic masking of a batch at a step."""
         input_ids = tf.cast(inputs["input_ids"], tf.int32)
         input_mask = tf.cast(inputs["input_mask"], tf.int32)
         s = self.special_ids
+        continuation = None
+        if self.whole_word_masking:
+            if self.word_continuation is None:
+                raise ValueError("whole_word_masking needs word_continuation (from the vocab)")
+            continuation = tf.constant(self.word_continuation)
         return masking.mask_inputs(
             input_ids,
             input_mask,
@@ -152,6 +201,7 @@ class ElectraPretrainer(keras.Model):
             mask_token_fraction=self.objective.mask_token_fraction,
             random_token_fraction=self.objective.random_token_fraction,
             vocab_size=self.vocab_size,
+            word_continuation=continuation,
         )
 
     def generator_logits(
@@ -197,47 +247,56 @@ class ElectraPretrainer(keras.Model):
         dropout_seed=None,
         global_denominators: Optional[Dict[str, tf.Tensor]] = None,
         with_eval_stats: bool = False,
+        stage: Optional[str] = None,
     ) -> Dict[str, tf.Tensor]:
         """Losses (and metric sufficient statistics) for one batch.
 
         Masking and sampling randomness is keyed by (seed, step, example content) and dropout by
         `dropout_seed`. Returns "loss" (the objective's total, normalised by
-        `global_denominators`, by default this batch's own), plus sums for metrics.
+        `global_denominators`, by default this batch's own), plus sums for metrics. `stage`
+        (two-stage training, paper §3.2): "generator" stops after the generator's loss (the
+        discriminator does not run), "discriminator" leaves the generator's loss out of it.
         """
         input_ids = tf.cast(inputs["input_ids"], tf.int32)
         input_mask = tf.cast(inputs["input_mask"], tf.int32)
         segment_ids = tf.cast(inputs["segment_ids"], tf.int32)
         example_ids = masking.content_keys(input_ids, input_mask)
-        dens = global_denominators or self.denominators(inputs)
+        dens = global_denominators or self.denominators(inputs, step, seed)
         masked = self.mask(inputs, step, seed)
         seeds = _split_seed(dropout_seed, 2) if training else (None, None)
-        # generate: the generator (masked LM) on the masked inputs
-        mlm_logits, gen_hidden = self.generator_logits(
-            masked.input_ids,
-            input_mask,
-            segment_ids,
-            masked.masked_lm_positions,
-            training=training,
-            dropout_seed=seeds[0],
-        )
-        gen = GeneratorOutputs(
-            masked,
-            mlm_logits,
-            gen_hidden,
-            has_network=self.generator is not None,
-            mlm_loss_in_total=self.unigram_logits is None,
-        )
+        if self.two_tower:  # generate: the cloze model on the unmasked inputs
+            gen = self.cloze_outputs(inputs, masked, training, seeds[0])
+        else:  # generate: the generator (masked LM) on the masked inputs
+            mlm_logits, gen_hidden = self.generator_logits(
+                masked.input_ids,
+                input_mask,
+                segment_ids,
+                masked.masked_lm_positions,
+                training=training,
+                dropout_seed=seeds[0],
+            )
+            gen = GeneratorOutputs(
+                masked,
+                mlm_logits,
+                gen_hidden,
+                has_network=self.generator is not None,
+                mlm_loss_in_total=self.unigram_logits is None,
+            )
         total, out = self.objective.generator_loss(gen, dens, with_eval_stats)
-        if not self.objective.samples_replacements:
+        if not self.objective.samples_replacements or stage == GENERATOR_STAGE:
             out["loss"] = total
             return out
+        if stage == DISCRIMINATOR_STAGE:  # two-stage training: the generator is frozen
+            total = 0.0
         # sample: every masked position (including the 15% left unmasked) gets a sample
-        policy_logits = self.sampling_logits(mlm_logits, masked.masked_lm_ids)
+        policy_logits = self.sampling_logits(gen.mlm_logits, masked.masked_lm_ids)
         sampled = masking.categorical_sample(
             policy_logits, masking.random_key(seed, step, RANDOM_SAMPLING), example_ids
         )
         fake_ids, updated = masking.scatter_update(input_ids, sampled, masked.masked_lm_positions)
-        labels = updated * tf.cast(fake_ids != input_ids, tf.int32)
+        labels = updated  # Electric: every sampled position is a noise sample
+        if not self.objective.labels_every_sampled_position:
+            labels = updated * tf.cast(fake_ids != input_ids, tf.int32)
         # discriminate
         disc_hidden = self.discriminator(
             fake_ids, input_mask, segment_ids, training=training, dropout_seed=seeds[1]
@@ -251,6 +310,31 @@ class ElectraPretrainer(keras.Model):
         out.update(disc_out)
         out["loss"] = total
         return out
+
+    def cloze_outputs(self, inputs, masked: masking.MaskedInputs, training, dropout_seed):
+        """The two-tower generator's outputs: cloze logits [B, L, V] over every position of the
+        unmasked input (the generator never sees [MASK]), gathered at the masked positions for
+        sampling and the masked-LM metrics, as the original's `_get_cloze_outputs`."""
+        input_ids = tf.cast(inputs["input_ids"], tf.int32)
+        hidden = self.generator(
+            input_ids,
+            tf.cast(inputs["input_mask"], tf.int32),
+            tf.cast(inputs["segment_ids"], tf.int32),
+            training=training,
+            dropout_seed=dropout_seed,
+        )
+        cloze_logits = self.generator_predictions(hidden)
+        positions = masked.masked_lm_positions
+        return GeneratorOutputs(
+            masked,
+            masking.gather_positions(cloze_logits, positions),
+            masking.gather_positions(hidden, positions),
+            has_network=True,
+            mlm_loss_in_total=True,
+            cloze_logits=cloze_logits,
+            cloze_ids=input_ids,
+            cloze_weights=tf.cast(self.candidates(inputs), tf.float32),
+        )
 
     def metrics_from_sums(self, sums: Dict[str, np.ndarray]) -> Dict[str, float]:
         """The objective's eval metrics from statistics summed over batches."""

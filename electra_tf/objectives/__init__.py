@@ -12,10 +12,11 @@ Example:
 from typing import Any, Dict, Optional, Type
 
 from electra_tf.errors import UserError
-from electra_tf.flops.analytic import transformer_flops_from_config
+from electra_tf.flops.analytic import TwoTowerFlops, transformer_flops_from_config
 from electra_tf.objectives.adversarial import AdversarialReplacedTokenDetection
 from electra_tf.objectives.all_tokens_mlm import AllTokensMLM
 from electra_tf.objectives.base import DiscriminatorInputs, GeneratorOutputs, Objective
+from electra_tf.objectives.electric import Electric
 from electra_tf.objectives.masked_lm import BertMaskedLM, OriginalMaskedLM
 from electra_tf.objectives.replace_mlm import ReplaceMLM
 from electra_tf.objectives.replaced_token_detection import (
@@ -30,6 +31,7 @@ REGISTRY: Dict[str, Type[Objective]] = {
     "electra_15": ReplacedTokenDetectionMaskedOnly,
     "replace_mlm": ReplaceMLM,
     "all_tokens_mlm": AllTokensMLM,
+    "electric": Electric,
 }
 LABELS = {
     "electra": "ELECTRA",
@@ -37,6 +39,7 @@ LABELS = {
     "electra_15": "ELECTRA 15%",
     "replace_mlm": "Replace MLM",
     "all_tokens_mlm": "All-Tokens MLM",
+    "electric": "Electric",
 }
 NAMES = tuple(REGISTRY)
 ADVERSARIAL = (ReplacedTokenDetection, ReplacedTokenDetectionMaskedOnly)
@@ -55,12 +58,28 @@ __all__ = [
 
 
 def objective_class(
-    objective: str = "electra", electra_objective: bool = True, adversarial_generator=False
+    objective: str = "electra",
+    electra_objective: bool = True,
+    adversarial_generator=False,
+    electric_objective: bool = False,
 ) -> Type[Objective]:
-    """The class for the `objective`, `electra_objective` and `adversarial_generator` hparams;
-    an impossible combination is a UserError saying why."""
+    """The class for the `objective`, `electra_objective`, `adversarial_generator` and
+    `electric_objective` hparams; an impossible combination is a UserError saying why.
+    `electric_objective` (the original's key) is `objective=electric`, whatever
+    `electra_objective` says (the original's README sets it false beside it)."""
     if objective not in REGISTRY:
         raise UserError(f"objective {objective!r} is not one of {', '.join(NAMES)}")
+    if electric_objective or REGISTRY[objective] is Electric:
+        if REGISTRY[objective] not in (Electric, ReplacedTokenDetection):
+            raise UserError(
+                f"electric_objective=true cannot be combined with objective {objective!r}"
+            )
+        if adversarial_generator:
+            raise UserError(
+                "adversarial_generator cannot be combined with Electric (its generator is "
+                "trained by the cloze loss)"
+            )
+        return Electric
     if not electra_objective:
         if objective != "electra":
             raise UserError(
@@ -89,11 +108,12 @@ def build(
     objective: str = "electra",
     electra_objective: bool = True,
     adversarial_generator: bool = False,
+    electric_objective: bool = False,
     **kwargs: Any,
 ) -> Objective:
     """An objective instance; `kwargs` are `Objective`'s (gen_weight, disc_weight, mask_prob,
     max_predictions)."""
-    cls = objective_class(objective, electra_objective, adversarial_generator)
+    cls = objective_class(objective, electra_objective, adversarial_generator, electric_objective)
     if cls is AdversarialReplacedTokenDetection:
         masked_only = REGISTRY[objective] is ReplacedTokenDetectionMaskedOnly
         return cls(masked_positions_only=masked_only, **kwargs)
@@ -112,6 +132,8 @@ def pretraining_flops_per_step(
     tied_embeddings: bool = True,
     output_frac: Optional[float] = None,
     electra_objective: bool = True,
+    electric_objective: bool = False,
+    two_tower_generator: bool = False,
 ) -> float:
     """FLOPs of one pretraining step (whole batch) of this project's model, paper conventions.
 
@@ -129,10 +151,13 @@ def pretraining_flops_per_step(
             convention, 2.0 the common "3x forward" one, 0.0 gives forward FLOPs only.
         tied_embeddings: the generator uses the discriminator's embedding size.
         output_frac: overrides the fraction of positions with an MLM softmax.
+        electric_objective: Electric (the objective is then `electric`).
+        two_tower_generator: the generator is the two-tower cloze model (`gen_config` is one
+            tower's): both towers, and the cloze head at every position (Electric's).
     """
     from electra_tf.flops.analytic import max_predictions_per_seq
 
-    obj = objective_class(objective, electra_objective)()
+    obj = objective_class(objective, electra_objective, electric_objective=electric_objective)()
     if output_frac is None:
         output_frac = max_predictions_per_seq(seq_len, mask_prob) / seq_len
     main_frac = obj.discriminator_output_frac(output_frac)
@@ -146,6 +171,8 @@ def pretraining_flops_per_step(
             sparse_embed_lookup,
             embedding_size=disc.e if tied_embeddings else None,
         )
+        if two_tower_generator or obj.requires_two_tower_generator:
+            gen = TwoTowerFlops(gen)
     try:
         per_seq = obj.forward_flops_per_sequence(disc, gen)
     except ValueError:

@@ -27,6 +27,10 @@ class GeneratorOutputs(NamedTuple):
     hidden: Optional[tf.Tensor]  # [B, N, H] generator states; None without a generator network
     has_network: bool  # a generator network (not uniform / unigram sampling)
     mlm_loss_in_total: bool  # False for the unigram generator: its MLM loss is a constant
+    # a two-tower (cloze) generator's outputs at every position; None for a masked LM
+    cloze_logits: Optional[tf.Tensor] = None  # [B, L, V] float32
+    cloze_ids: Optional[tf.Tensor] = None  # [B, L] the unmasked tokens it predicts
+    cloze_weights: Optional[tf.Tensor] = None  # [B, L] float32, 1 on candidate positions
 
 
 class DiscriminatorInputs(NamedTuple):
@@ -57,6 +61,11 @@ class Objective:
         trains_generator_by_likelihood: the generator's MLM loss is part of the total.
         detects_replaced_tokens: a discriminator head scores every token as original or
             replaced (what ELECTRA-as-MLM scoring and the discriminator export need).
+        requires_two_tower_generator: the objective needs the two-tower cloze generator
+            (Electric: it forces `two_tower_generator`, as the original).
+        labels_every_sampled_position: the discriminator's label is 1 at every sampled
+            position, even where the sample is the original token (Electric's noise samples);
+            otherwise only where the token changed (ELECTRA's).
 
     Args:
         gen_weight: the weight of the generator's MLM loss (1 in the original).
@@ -72,6 +81,8 @@ class Objective:
     samples_avoid_special_tokens = False
     trains_generator_by_likelihood = True
     detects_replaced_tokens = False
+    requires_two_tower_generator = False
+    labels_every_sampled_position = False
 
     def __init__(
         self,
@@ -115,14 +126,24 @@ class Objective:
         self, gen: GeneratorOutputs, dens: Dict[str, tf.Tensor], with_eval_stats: bool
     ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """(the generator's term of the total loss, sums): masked-LM cross-entropy over the masked
-        slots, without a [B, N, V] one-hot."""
+        slots, without a [B, N, V] one-hot. A two-tower generator's term is its cloze loss over
+        every candidate position instead (the masked-LM sums remain, for the metrics), as the
+        original's."""
         masked = gen.masked
         weights = masked.masked_lm_weights
         target_logit = tf.gather(gen.mlm_logits, masked.masked_lm_ids, batch_dims=2)
         nll = tf.reduce_logsumexp(gen.mlm_logits, axis=-1) - target_logit
         mlm_sum = tf.reduce_sum(weights * nll)
         out = {"mlm_loss_sum": mlm_sum, "mlm_weight_sum": tf.reduce_sum(weights)}
-        if self.trains_generator_by_likelihood and gen.mlm_loss_in_total:
+        if gen.cloze_logits is not None:
+            logits = gen.cloze_logits
+            cloze_nll = tf.reduce_logsumexp(logits, axis=-1) - tf.gather(
+                logits, gen.cloze_ids, batch_dims=2
+            )
+            out["cloze_loss_sum"] = tf.reduce_sum(gen.cloze_weights * cloze_nll)
+            out["cloze_weight_sum"] = tf.reduce_sum(gen.cloze_weights)
+            total = self.gen_weight * out["cloze_loss_sum"] / (dens["cloze_weight_sum"] + 1e-6)
+        elif self.trains_generator_by_likelihood and gen.mlm_loss_in_total:
             total = self.gen_weight * mlm_sum / (dens["mlm_weight_sum"] + 1e-6)
         else:
             total = 0.0
@@ -174,6 +195,8 @@ class Objective:
             out["sampled_masked_lm_accuracy"] = float(sums["sampled_correct"] / mlm_n)
         if "generator_entropy_sum" in sums:
             out["generator_entropy"] = float(sums["generator_entropy_sum"] / mlm_n)
+        if "cloze_loss_sum" in sums:
+            out["cloze_loss"] = float(sums["cloze_loss_sum"] / sums["cloze_weight_sum"])
         out.update(self.objective_metrics(sums))
         return out
 

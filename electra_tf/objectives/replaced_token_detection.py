@@ -49,7 +49,7 @@ class ReplacedTokenDetection(Objective):
         """(total + the weighted RTD loss, sums, per-token losses [B, L], and what the eval
         statistics read: the losses, weights, logits and labels over the covered tokens)."""
         masked = gen.masked
-        logits = model.discriminator_predictions(disc.hidden)  # [B, L] float32
+        logits = self.detection_logits(model, gen, disc)  # [B, L] float32
         labels = disc.labels
         all_losses = tf.nn.sigmoid_cross_entropy_with_logits(
             labels=tf.cast(labels, tf.float32), logits=logits
@@ -67,6 +67,10 @@ class ReplacedTokenDetection(Objective):
         total += self.disc_weight * disc_sum / (dens["disc_weight_sum"] + 1e-6)
         out = {"disc_loss_sum": disc_sum, "disc_weight_sum": tf.reduce_sum(token_weights)}
         return total, out, all_losses, (losses, token_weights, logits, labels)
+
+    def detection_logits(self, model, gen: GeneratorOutputs, disc: DiscriminatorInputs):
+        """The discriminator head's logits [B, L] (float32), what the sigmoid loss reads."""
+        return model.discriminator_predictions(disc.hidden)
 
     def discriminator_terms(self, model, gen, disc, dens, total, with_eval_stats):
         total, out, _, covered = self.detection_losses(model, gen, disc, dens, total)

@@ -35,6 +35,10 @@ class TrainStep:
             clipping and the update, fused), on several the gradient computation only (the
             all-reduce and the update run outside XLA).
         allreduce_dtype: all-reduce the gradients in this dtype (None: float32).
+        stage: two-stage training's stage ("generator" or "discriminator"; None: off), what
+            the model's loss covers.
+        variables: the trainable variables the step updates (None: all); the others get no
+            gradient and the optimizer leaves them (and their slots) untouched.
     """
 
     model: Any
@@ -47,8 +51,14 @@ class TrainStep:
     accumulation_steps: int = 1
     jit_compile: bool = False
     allreduce_dtype: Optional[str] = None
+    stage: Optional[str] = None
+    variables: Optional[list] = None
 
     def __post_init__(self):
+        self._slots = None  # where `variables` sit among the optimizer's (all trainable)
+        if self.variables is not None:
+            index = {id(v): i for i, v in enumerate(self.model.trainable_weights)}
+            self._slots = [index[id(v)] for v in self.variables]
         self._gradients = self.gradients
         if self.jit_compile and self.layout.num_replicas > 1:
             self._gradients = tf.function(self.gradients, jit_compile=True)
@@ -57,7 +67,7 @@ class TrainStep:
         """(summed gradients of this replica's micro-batches, scaled by the loss scale; summed
         outputs) for one replica batch."""
         step = self.step
-        variables = self.model.trainable_weights
+        variables = self.model.trainable_weights if self.variables is None else self.variables
         accum = self.accumulation_steps
         scale = self.loss_scale.scale
 
@@ -76,6 +86,7 @@ class TrainStep:
                     training=True,
                     dropout_seed=dropout_seed,
                     global_denominators=dens,
+                    stage=self.stage,
                 )
                 scaled = out["loss"] * scale
             grads = tape.gradient(scaled, variables)
@@ -96,7 +107,8 @@ class TrainStep:
 
     def replica_step(self, batch) -> Dict[str, tf.Tensor]:
         ctx = tf.distribute.get_replica_context()
-        dens = ctx.all_reduce(tf.distribute.ReduceOp.SUM, self.model.denominators(batch))
+        dens = self.model.denominators(batch, self.step, self.seed)
+        dens = ctx.all_reduce(tf.distribute.ReduceOp.SUM, dens)
         replica = ctx.replica_id_in_sync_group
         if not isinstance(replica, tf.Tensor):
             replica = tf.constant(replica)
@@ -107,6 +119,11 @@ class TrainStep:
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
         grads, grad_norm = self.optimizer.clip(grads)
         lr = self.optimizer.current_learning_rate()
+        if self._slots is not None:  # None for the variables this step does not update
+            full = [None] * len(self.model.trainable_weights)
+            for i, g in zip(self._slots, grads):
+                full[i] = g
+            grads = full
         self.loss_scale.apply(self.optimizer, grads, finite)
         out["grad_norm"] = grad_norm
         out["learning_rate"] = lr

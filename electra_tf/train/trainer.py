@@ -15,9 +15,9 @@ import tensorflow as tf
 from electra_tf import run_dir, vocab
 from electra_tf.errors import UserError
 from electra_tf.modeling import builders
-from electra_tf.optimization import ElectraAdamW, ElectraSchedule
+from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
-from electra_tf.train import devices
+from electra_tf.train import devices, two_stage
 from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start
 from electra_tf.train.inputs import replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
@@ -27,13 +27,18 @@ from electra_tf.train.step import TrainStep, eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
 
 
-def steps_in_call(step: int, last: int, iterations: int, log_every: int, save_every: int) -> int:
+def steps_in_call(
+    step: int, last: int, iterations: int, log_every: int, save_every: int, boundary: int = 0
+) -> int:
     """Steps the next call of the step function runs from `step`: `iterations_per_loop`, cut at
     the next multiple of log_every_steps and of save_checkpoints_steps and at the last step, so
-    that progress lines and checkpoints come where they would one step per call."""
+    that progress lines and checkpoints come where they would one step per call, and at a
+    two-stage `boundary` (0: none) after `step`."""
     n = min(iterations, last - step)
     for every in (log_every, save_every):
         n = min(n, every - step % every)
+    if step < boundary:
+        n = min(n, boundary - step)
     return max(n, 1)
 
 
@@ -83,10 +88,11 @@ class Trainer:
         with self.strategy.scope():
             self.model = builders.build_pretrainer(c, self.vocab_size, self.special_ids)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-            self.optimizer = ElectraAdamW(
-                ElectraSchedule(
-                    o.learning_rate, o.num_train_steps, o.num_warmup_steps, o.lr_decay_power
-                ),
+            n = o.two_stage_steps
+            self.two_stage = two_stage.TwoStage(self.model, n) if n else None
+            self.optimizer = make_optimizer(
+                o.optimizer,
+                two_stage.learning_rate_schedule(o),
                 self.model.trainable_weights,
                 weight_decay_rate=o.weight_decay_rate,
                 clip_norm=o.clip_norm,
@@ -108,9 +114,11 @@ class Trainer:
         """This worker's input iterators, one per local replica (see `train.inputs`)."""
         return replica_iterators(self.config, self.layout, is_training, tfrecords)
 
-    def step_function(self):
-        """The training step as a tf.function(iterators, num_steps) (what `train` runs)."""
+    def step_function(self, stage: Optional[str] = None):
+        """The training step as a tf.function(iterators, num_steps) (what `train` runs); with
+        two-stage training, `stage`'s (see `train.two_stage`)."""
         c = self.config
+        variables = self.two_stage.variables(stage) if stage else None
         return TrainStep(
             self.model,
             self.optimizer,
@@ -122,6 +130,8 @@ class Trainer:
             c.scale.gradient_accumulation_steps,
             self.jit_compile,
             c.scale.allreduce_dtype,
+            stage,
+            variables,
         ).function()
 
     def write_run_config(self) -> None:
@@ -166,7 +176,7 @@ class Trainer:
         if start_step >= last_step:
             log(f"training already finished ({start_step} steps)")
             return {}
-        train_fn = self.step_function()
+        train_fns = {}  # by two-stage stage (None: one stage)
         writer = (
             tf.summary.create_file_writer(self.run.summaries_dir("train"))
             if self.layout.is_chief
@@ -191,6 +201,9 @@ class Trainer:
         with StopSignal() as stop:
             while int(self.step.numpy()) < last_step:
                 step = int(self.step.numpy())
+                stage = self.two_stage.start_call(step, log) if self.two_stage else None
+                if stage not in train_fns:
+                    train_fns[stage] = self.step_function(stage)
                 # the first call runs one step (it includes tracing and compilation)
                 n = 1
                 if progress.compiled:
@@ -200,8 +213,9 @@ class Trainer:
                         c.scale.iterations_per_loop,
                         c.run.log_every_steps,
                         c.run.save_checkpoints_steps,
+                        c.optimizer.two_stage_steps,
                     )
-                out, losses = train_fn(iterators, tf.constant(n, tf.int32))
+                out, losses = train_fns[stage](iterators, tf.constant(n, tf.int32))
                 losses = losses.numpy()
                 step = int(self.step.numpy())
                 progress.step_done(step, n)

@@ -55,7 +55,14 @@ def serving_functions(
         return packed_outputs(tokenizer.tokenize(text), None)
 
     def text_pair(text_a, text_b):
-        return packed_outputs(tokenizer.tokenize(text_a), tokenizer.tokenize(text_b))
+        # a row with an empty text_b is packed as a single sentence, as the runner packs it
+        a = tokenizer.tokenize(text_a)
+        length, ids = context.max_seq_length, context.special_ids
+        pair = packing.pack_and_pad_ragged(a, tokenizer.tokenize(text_b), length, ids)
+        single = packing.pack_and_pad_ragged(a, None, length, ids)
+        has_b = (tf.strings.length(text_b) > 0)[:, tf.newaxis]
+        features = {k: tf.where(has_b, pair[k], single[k]) for k in pair}
+        return {**features, **outputs(**features)}
 
     return [
         ServingFunction("serve", outputs, IDS_SIGNATURE),

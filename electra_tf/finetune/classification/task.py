@@ -6,7 +6,8 @@ example id (`eid`) is the 0-based row index in its file with the header excluded
 `double_unordered`, the swapped copies of MRPC / STS train pairs follow with ids offset by the
 number of rows. Test splits carry no labels: a dummy one is used (the first label, or 0.0).
 
-Pairs are packed `[CLS] a [SEP] b [SEP]` by `electra_tf.packing` (BERT's truncation). Heads:
+Pairs are packed `[CLS] a [SEP] b [SEP]` by `electra_tf.packing` (BERT's truncation); an
+empty second sentence makes a single-sentence example `[CLS] a [SEP]`, as the original. Heads:
 `head.py`; scorers: `scorer.py`; SavedModel signatures: `serving.py`.
 """
 
@@ -137,14 +138,15 @@ class GlueTask(Task):
             self.tokenizer.vocab, str(self.config.vocab_file), ("cls", "sep")
         )
         ids_a = self.tokenizer.tokenize_to_ids([e.text_a for e in examples])
-        b_texts = [e.text_b for e in examples if e.text_b is not None]
+        # an empty second sentence makes a single-sentence example, as the original's `if text_b`
+        b_texts = [e.text_b for e in examples if e.text_b]
         ids_b_iter = iter(self.tokenizer.tokenize_to_ids(b_texts) if b_texts else [])
         n = len(examples)
         input_ids = np.zeros([n, max_len], np.int32)
         input_mask = np.zeros([n, max_len], np.int32)
         segment_ids = np.zeros([n, max_len], np.int32)
         for k, (e, a) in enumerate(zip(examples, ids_a)):
-            b = next(ids_b_iter) if e.text_b is not None else None
+            b = next(ids_b_iter) if e.text_b else None
             packed = packing.pack_and_pad(a, b, max_len, ids["cls"], ids["sep"])
             input_ids[k], input_mask[k], segment_ids[k] = packed
         features = {

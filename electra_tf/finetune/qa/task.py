@@ -24,13 +24,11 @@ from electra_tf.finetune.task import FeatureSpec, Task, split_path
 
 
 class QATask(Task):
-    """A span-extraction QA task (SQuAD or MRQA layout).
-
-    Its defaults win over the other tasks' in a multi-task run (2 epochs, windows of 512)."""
+    """A span-extraction QA task (SQuAD or MRQA layout); alone in a run, its defaults are 2
+    epochs and windows of 512 tokens."""
 
     default_num_train_epochs = 2.0
     default_max_seq_length = 512
-    defaults_precedence = 1
     export_kind = "qa"
 
     def __init__(
@@ -156,7 +154,6 @@ class NaturalQuestions(QATask):
     # test for a QA task ("squad" or "qa" in the name) misses "naturalqs"
     default_num_train_epochs = Task.default_num_train_epochs
     default_max_seq_length = Task.default_max_seq_length
-    defaults_precedence = Task.defaults_precedence
 
     def __init__(self, config: Any, name: str = "naturalqs", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
