@@ -1,4 +1,4 @@
-"""Statistics, tables and plots of experiments/efficiency.py (no TensorFlow needed).
+"""Statistics, tables and plots of experiments/efficiency.py.
 
 The comparisons are differences of median dev accuracy (over fine-tuning seeds) with a 95%
 bootstrap interval that resamples both the dev examples (the same draw for both arms: they are
@@ -11,14 +11,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-LABELS = {
-    "electra": "ELECTRA",
-    "mlm": "masked LM (BERT)",
-    "electra_15": "ELECTRA 15%",
-    "replace_mlm": "Replace MLM",
-    "all_tokens_mlm": "All-Tokens MLM",
-    "baseline": "no pretraining (random init)",
-}
+from electra_tf import objectives
+
+LABELS = {**objectives.LABELS, "baseline": "no pretraining (random init)"}
 
 
 def correct_matrix(rows) -> np.ndarray:
