@@ -71,7 +71,11 @@ flags.DEFINE_float("budget_flops", None, "The largest budget in real FLOPs (defa
 flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per point (0..seeds-1).")
 flags.DEFINE_bool("baseline", True, "Also fine-tune a randomly initialised encoder.")
 flags.DEFINE_integer("bootstrap", 2000, "Bootstrap replicates of each interval.")
-flags.DEFINE_string("corpus", os.path.join(REPO, "data", "corpus"), "Pretraining text.")
+flags.DEFINE_string(
+    "corpus_dir",
+    os.path.join(REPO, "data", "corpus"),
+    "Pretraining text (as build_pretraining_dataset.py --corpus_dir).",
+)
 flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"), "Task data.")
 flags.DEFINE_integer("num_shards", 10, "TFRecord shards; shard 0 is held out for evaluation.")
 flags.DEFINE_bool("plot_only", False, "Rewrite the outputs from OUT_DIR/efficiency.json.")
@@ -99,9 +103,9 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> str:
         shutil.copyfile(repo_path(recipe["vocab_file"]), vocab)
     out = os.path.join(data_dir, "pretrain_tfrecords")
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
-        progress(f"building TFRecords (length {recipe['max_seq_length']}) from {FLAGS.corpus}")
+        progress(f"building TFRecords (length {recipe['max_seq_length']}) from {FLAGS.corpus_dir}")
         pretraining_data.build_dataset(
-            FLAGS.corpus,
+            FLAGS.corpus_dir,
             vocab,
             out,
             max_seq_length=recipe["max_seq_length"],

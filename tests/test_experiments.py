@@ -167,7 +167,7 @@ def test_end_to_end_minuscule(tmp_path):
         f"--out_dir={out}",
         f"--recipe={tmp_path / 'pt.json'}",
         f"--finetune_recipe={tmp_path / 'ft.json'}",
-        f"--corpus={corpus}",
+        f"--corpus_dir={corpus}",
         f"--movie_data={movie}",
         "--objectives=electra,mlm",
         "--budgets=0.5,1",
