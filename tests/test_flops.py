@@ -326,7 +326,7 @@ def test_no_generator_network_counts_the_discriminator_alone():
 
 def test_pretraining_flops_per_step_errors():
     with pytest.raises(UserError, match="objective"):
-        objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electric")
+        objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electrc")
     with pytest.raises(UserError, match="gen_config"):
         objectives.pretraining_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
     missing = {k: v for k, v in SMALL_DISC.items() if k != "num_hidden_layers"}

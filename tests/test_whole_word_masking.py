@@ -181,3 +181,12 @@ def test_run_pretraining_with_whole_word_masking(tiny_dataset, tmp_path):
     assert "step 4/4" in p.stdout
     config = json.loads((data / "models" / "wwm" / "config.json").read_text())
     assert config["whole_word_masking"] is True
+
+
+def test_the_table_comes_from_the_vocab_file_sized_to_the_model(tmp_path):
+    # a vocab file shorter than the model's vocab_size (an export of a run with more ids)
+    (tmp_path / "vocab.txt").write_text("[PAD]\nthe\n##s\nplay\n##ing\n", encoding="utf-8")
+    hp = {**TINY, "whole_word_masking": True, "vocab_file": str(tmp_path / "vocab.txt")}
+    model = build_pretrainer(PretrainingConfig.from_flat("t", str(tmp_path), hp), VOCAB, SPECIAL)
+    assert model.word_continuation.shape == (VOCAB,)
+    assert np.flatnonzero(model.word_continuation).tolist() == [2, 4]

@@ -49,7 +49,10 @@ def build_pretrainer(
         )
     wwm = config.objective.whole_word_masking
     if wwm and word_continuation is None and os.path.exists(config.paths.vocab_file):
-        word_continuation = vocab.continuation_table(vocab.read_vocab(config.paths.vocab_file))
+        table = vocab.continuation_table(vocab.read_vocab(config.paths.vocab_file))
+        # ids past the vocab file (a vocab_size above its length) are no ## pieces
+        word_continuation = np.zeros(vocab_size, bool)
+        word_continuation[: min(len(table), vocab_size)] = table[:vocab_size]
     model = ElectraPretrainer(
         discriminator,
         generator,
