@@ -258,3 +258,19 @@ def test_run_pretraining_trains_electric_and_describes_the_original_count(tiny_d
     keys = tf.train.load_checkpoint(str(model_dir)).get_variable_to_shape_map()
     assert any(k.startswith("model/generator/generator_rtl/") for k in keys)
     assert os.path.exists(model_dir / "config.json")
+
+
+def test_an_electric_run_exports_its_discriminator_not_a_generator_head(tmp_path, monkeypatch):
+    import test_checkpoints
+
+    from electra_tf import loading
+
+    monkeypatch.setattr(test_checkpoints, "TINY", {**test_checkpoints.TINY, **ELECTRIC})
+    model, prefix = test_checkpoints.write_run(str(tmp_path / "run"))
+    assert model.two_tower
+    with pytest.raises(UserError, match="two-tower cloze generator has no masked-LM export"):
+        loading.load_networks(prefix, None, "generator")
+    loaded = loading.load_networks(prefix, None, "discriminator")
+    for v in model.discriminator.weights:  # the trained discriminator, not a fresh one
+        ours = {w.path: w for w in loaded.networks.discriminator.weights}[v.path]
+        np.testing.assert_array_equal(ours.numpy(), v.numpy())
