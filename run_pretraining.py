@@ -4,9 +4,11 @@
 
 reads DATA_DIR/pretrain_tfrecords/ and DATA_DIR/vocab.txt, writes DATA_DIR/models/NAME/ and resumes
 from its latest checkpoint when re-run. With no flags it runs the demo: it builds TFRecords from the
-bundled Wikipedia sample (once) and pretrains a small ELECTRA for a few minutes on a CPU.
+bundled Wikipedia text (once) with the small-budget recipe's vocab and pretrains that recipe's ELECTRA
+(experiments/recipes/pretrain_small_budget.json) for a few minutes on a CPU.
 """
 
+import json
 import os
 import shutil
 
@@ -19,24 +21,33 @@ from electra_tf.pretraining_config import PretrainingConfig
 REPO = os.path.dirname(os.path.abspath(__file__))
 DEMO_DATA_DIR = os.path.join("runs", "demo")
 DEMO_MODEL_NAME = "electra_small_demo"
-# A tiny ELECTRA (hidden 64, 2 layers, generator 1/4 width) that runs in a few CPU minutes.
-DEMO_HPARAMS = dict(
-    model_size="small",
-    model_hparam_overrides=dict(
-        hidden_size=64, num_hidden_layers=2, num_attention_heads=1, intermediate_size=256
-    ),
-    embedding_size=64,
-    train_batch_size=32,
-    eval_batch_size=32,
-    max_seq_length=128,
-    num_train_steps=100,
-    num_warmup_steps=10,
-    learning_rate=5e-4,
-    save_checkpoints_steps=100,
-    num_eval_steps=10,
-    log_every_steps=20,
+# The demo is the small-budget recipe (its model, vocab, length, batch and learning rate), cut to a
+# few CPU minutes: the recipe's schedule scaled to DEMO_STEPS.
+RECIPE = os.path.join(REPO, "experiments", "recipes", "pretrain_small_budget.json")
+DEMO_STEPS = 600
+DEMO_OVERRIDES = dict(
+    num_train_steps=DEMO_STEPS,
+    num_warmup_steps=DEMO_STEPS // 10,
+    save_checkpoints_steps=DEMO_STEPS,
+    keep_checkpoint_max=1,
+    num_eval_steps=20,
+    log_every_steps=50,
     do_eval=True,
 )
+
+
+def demo_hparams() -> dict:
+    """The recipe with the demo's overrides; `vocab_file` is the data dir's copy of its vocab."""
+    with open(RECIPE, encoding="utf-8") as f:
+        recipe = json.load(f)
+    recipe.pop("vocab_file")
+    return {**recipe, **DEMO_OVERRIDES}
+
+
+def recipe_vocab() -> str:
+    with open(RECIPE, encoding="utf-8") as f:
+        return os.path.join(REPO, json.load(f)["vocab_file"])
+
 
 flags.DEFINE_string("data_dir", None, "Holds pretrain_tfrecords/, vocab.txt and models/.")
 flags.DEFINE_string("model_name", None, "The run's name: checkpoints go to DATA_DIR/models/NAME.")
@@ -45,22 +56,22 @@ flags.DEFINE_bool("describe", False, "Print the resolved hparams and parameter c
 FLAGS = flags.FLAGS
 
 
-def prepare_demo_data(data_dir: str) -> None:
-    """Copies the bundled vocab and builds TFRecords from the bundled corpus, once."""
+def prepare_demo_data(data_dir: str, max_seq_length: int) -> None:
+    """Copies the recipe's vocab and builds TFRecords from the bundled corpora, once."""
     from electra_tf import pretraining_data
 
     os.makedirs(data_dir, exist_ok=True)
     vocab = os.path.join(data_dir, "vocab.txt")
     if not os.path.exists(vocab):
-        shutil.copyfile(os.path.join(REPO, "data", "vocab", "vocab.txt"), vocab)
+        shutil.copyfile(recipe_vocab(), vocab)
     out = os.path.join(data_dir, "pretrain_tfrecords")
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
-        print(f"demo: building TFRecords from the bundled Wikipedia sample into {out}", flush=True)
+        print(f"demo: building TFRecords from the bundled Wikipedia text into {out}", flush=True)
         pretraining_data.build_dataset(
             os.path.join(REPO, "data", "corpus"),
             vocab,
             out,
-            max_seq_length=DEMO_HPARAMS["max_seq_length"],
+            max_seq_length=max_seq_length,
             num_processes=2,
             num_out_files=4,
             overwrite=True,
@@ -71,7 +82,7 @@ def main() -> None:
     hparams = parse_hparams(FLAGS.hparams)
     demo = FLAGS.data_dir is None
     if demo:
-        hparams = {**DEMO_HPARAMS, **hparams}
+        hparams = {**demo_hparams(), **hparams}
     data_dir = FLAGS.data_dir or DEMO_DATA_DIR
     model_name = FLAGS.model_name or (DEMO_MODEL_NAME if demo else None)
     if model_name is None:
@@ -84,7 +95,7 @@ def main() -> None:
         print(train.describe_json(config))
         return
     if demo:
-        prepare_demo_data(data_dir)
+        prepare_demo_data(data_dir, config.model.max_seq_length)
     trainer = train.Trainer(config)
     if config.run.do_train:
         trainer.train()
