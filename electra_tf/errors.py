@@ -1,17 +1,61 @@
 """User-facing errors: one clear line, a non-zero exit, never a deep traceback."""
 
+import errno
+import re
 import sys
-from typing import Callable
+from typing import Callable, Optional
+
+# what a write that ran out of room says: ENOSPC (and EDQUOT) from the file system, EFBIG from a
+# file-size limit; TensorFlow's file system layer puts the strerror text into its message
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+DISK_FULL_TEXTS = ("No space left on device", "File too large", "Disk quota exceeded")
 
 
 class UserError(Exception):
     """A mistake in the user's input (file, flag, hparam, data); the message is shown as is."""
 
 
+def is_disk_full(e: BaseException) -> bool:
+    """Whether `e` (an OSError or a TensorFlow error) says that a write found no room."""
+    if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
+        return True
+    return type(e).__module__.startswith("tensorflow") and any(t in str(e) for t in DISK_FULL_TEXTS)
+
+
+def disk_full_error(path: str, e: BaseException, kept: Optional[str] = None) -> UserError:
+    """The one line for a write of `path` that ran out of room; `kept`: what is still intact."""
+    why = next((t for t in DISK_FULL_TEXTS if t in str(e)), DISK_FULL_TEXTS[0]).lower()
+    message = f"{path}: {why} while writing it: free some space (or raise the limit) and re-run"
+    return UserError(message + (f"; {kept}" if kept else ""))
+
+
+def tf_message(e: BaseException) -> str:
+    """A TensorFlow error's message in one line, without its op and function decorations."""
+    text = re.sub(r"\{\{[^}]*\}\}", "", str(e))
+    text = re.sub(r"\s*\[Op:[^\]]*\].*$", "", text, flags=re.S)
+    text = re.sub(
+        r"^\s*Error in user-defined function passed to .*? with iterator: \S+: ", "", text
+    )
+    text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)
+    return " ".join(text.split())[:300]
+
+
 def run_main(main: Callable[[], object]) -> None:
-    """Runs `main`, turning a `UserError` into `error: <message>` on stderr and exit status 1."""
+    """Runs `main`, turning a `UserError` into `error: <message>` on stderr and exit status 1, a
+    write that found the disk full into one such line too, and Ctrl-C outside a training loop
+    (which saves a checkpoint itself) into `interrupted` and exit status 130."""
     try:
         main()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as e:
+        if not is_disk_full(e):
+            raise
+        # a write not wrapped where it happens: name the file as the error does
+        path = getattr(e, "filename", None) or str(e).split(";")[0].split("}}")[-1].strip()
+        print(f"error: {disk_full_error(path, e)}", file=sys.stderr)
         sys.exit(1)

@@ -1,12 +1,13 @@
-"""Stopping cleanly on SIGTERM (preemption): the loop checks the flag after each step, saves a
-checkpoint and exits with status 143."""
+"""Stopping cleanly on SIGTERM (preemption) and SIGINT (Ctrl-C): the loop checks the flag after
+each call of the step function, saves a checkpoint and exits with status 128 + the signal's
+number (143, 130)."""
 
 import signal
 import threading
 
 
 class StopSignal:
-    """A context manager recording SIGTERM while it is active (main thread only: Python
+    """A context manager recording `signals` (default SIGTERM) while it is active (main thread only: Python
     delivers signals there; elsewhere it records nothing).
 
     Example:

@@ -1,0 +1,82 @@
+"""The trials a fine-tuning run has finished, on disk, so that re-running the same command after
+a crash does not redo them (`run_dir.RunDirectory.finetuning_state_path`).
+
+Each finished trial is recorded, atomically, with everything the final results need: its info
+(seed, steps, seconds), its metrics and label counts per task and split, and its predictions as
+the lines they are written as. The record belongs to one run: the config (but the number of
+trials and the logging and checkpoint intervals) and the pretrained checkpoint; a record of
+another is set aside, saying so. When every trial is done the results are written and the record
+and the trials' checkpoints are removed.
+"""
+
+import json
+import os
+import shutil
+from typing import Any, Callable, Optional
+
+from electra_tf.io_utils import read_json, write_json
+
+# keys that may change between the first command and its re-run
+_FREE_KEYS = ("num_trials", "log_every_steps", "save_checkpoints_steps")
+
+
+class TrialRecord:
+    """The finished trials of one run.
+
+    Args:
+        config: the run's `FinetuningConfig`.
+        checkpoint: the pretrained checkpoint the trials start from (or None).
+        log: where to say what was found.
+    """
+
+    def __init__(self, config, checkpoint: Optional[str], log: Callable[[str], None] = print):
+        self.config = config
+        self.path = config.run.finetuning_state_path(config.task_names, config.random_init)
+        run = {k: v for k, v in config.to_dict().items() if k not in _FREE_KEYS}
+        self.key = {"config": run, "init_checkpoint": checkpoint}
+        self.trials: dict[str, Any] = {}
+        if os.path.exists(self.path):
+            d = read_json(self.path)
+            if isinstance(d, dict) and _same(d.get("key"), self.key):
+                self.trials = d.get("trials") or {}
+                if self.trials:
+                    log(
+                        f"{self.path}: trial(s) {', '.join(sorted(self.trials, key=int))} already done"
+                    )
+            else:
+                log(
+                    f"{self.path}: recorded by a run with another config or checkpoint: its "
+                    "trials are not reused"
+                )
+
+    def done(self, trial: int) -> Optional[dict]:
+        return self.trials.get(str(trial))
+
+    def record(self, trial: int, result: dict) -> dict:
+        """Records a finished trial and removes its checkpoints; returns the result as it reads
+        back (so that finished and recorded trials give the same final results)."""
+        self.trials[str(trial)] = json.loads(json.dumps(result))
+        write_json(self.path, {"key": self.key, "trials": self.trials})
+        self.remove_checkpoints(trial)
+        return self.trials[str(trial)]
+
+    def remove_checkpoints(self, trial: int) -> None:
+        c = self.config
+        directory = c.run.trial_checkpoint_dir(c.task_names, trial, c.random_init)
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+        parent = os.path.dirname(directory)
+        if os.path.isdir(parent) and not os.listdir(parent):
+            os.rmdir(parent)
+
+    def finish(self) -> None:
+        """Every trial is done and the results written: the record is no longer needed."""
+        for trial in range(1, self.config.num_trials + 1):
+            self.remove_checkpoints(trial)
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON would read them back (tuples are lists)."""
+    return json.loads(json.dumps(a)) == json.loads(json.dumps(b))
