@@ -13,6 +13,15 @@ MODEL_SIZES = {
     "large": (1024, 24),
 }
 ACTIVATIONS = ("gelu", "relu", "gelu_approximate")
+# the keys that fix a network's shape (and its FLOPs), given the vocab
+SHAPE_KEYS = (
+    "vocab_size",
+    "embedding_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,494 +1,361 @@
-"""Compute efficiency at small scale: ELECTRA against masked-LM pretraining for equal FLOPs.
+"""Compute efficiency: ELECTRA against masked-LM pretraining for equal FLOPs (paper Figure 1 /
+Table 5), at a scale where pretraining learns.
 
-The paper's central claim (Figure 1, Table 5): for the same pretraining compute, replaced-token
-detection gives a better encoder than BERT's masked LM, and most of the gain comes from learning
-on every token (ELECTRA vs "ELECTRA 15%", whose discriminator loss covers the masked 15% only).
+The paper's central claim: for the same pretraining compute, replaced-token detection gives a
+better encoder than BERT's masked LM, and most of the gain comes from learning on every token
+(ELECTRA vs "ELECTRA 15%", whose discriminator loss covers the masked 15% only). This script
+pretrains the small-budget recipe (`experiments/recipes/pretrain_small_budget.json`) with each
+objective for the SAME training FLOPs of real arithmetic (lookups as gathers, backward = 2x
+forward: `electra_tf.modeling.builders.flops_per_step(..., sparse_embed_lookup=True,
+backward_factor=2.0)`; the paper's convention is recorded beside it), evaluates the checkpoints at
+each budget point on a held-out shard of the pretraining data, fine-tunes each on the movie
+sentiment task (`experiments/recipes/finetune_movie.json`, several seeds), fine-tunes a randomly
+initialised encoder of the same shape with the same seeds (the no-pretraining baseline), and
+writes to `--out_dir`:
 
-This script pretrains a tiny encoder with each objective (`electra`, `mlm`, `electra_15`,
-`replace_mlm`; `all_tokens_mlm` on request) on the bundled Wikipedia sample for the SAME number of
-pretraining FLOPs (this project's analytic counter, `electra_tf.objectives.pretraining_flops_per_step`:
-num_train_steps = budget / FLOPs per step), keeps checkpoints at 1/3, 2/3 and all of the budget,
-fine-tunes each on the bundled sentence-polarity data (`data/sst_polarity`, 150 train / 50 dev)
-with several seeds, and writes:
+  efficiency.json          every run: objective, budget, steps, FLOPs (both conventions), seeds,
+                           held-out pretraining metrics, per-seed dev accuracy, per-example
+                           correctness, the comparisons
+  efficiency_summary.json  {"dev_size", "baseline": {"dev_accuracy_per_seed"},
+                           "objectives": {NAME: {"budgets": [{"train_flops",
+                           "dev_accuracy_per_seed", "heldout"}]}}} (accuracy in %)
+  efficiency.md            the tables and what is significant, in words
+  efficiency.png           dev accuracy vs FLOPs (95% intervals, baseline band); held-out metrics
 
-  OUT_DIR/efficiency.json  every point: objective, steps, FLOPs, per-seed dev accuracy, spread
-  OUT_DIR/efficiency.md    the table
-  OUT_DIR/efficiency.png   dev accuracy against pretraining FLOPs, one curve per objective
+    python experiments/efficiency.py --work_dir=/work/efficiency   # ~3 h on 2 CPU cores
+    python experiments/efficiency.py --scale=10 --work_dir=...      # 10x the budget (bigger hardware)
 
-    python experiments/efficiency.py  # defaults: 35-75 min on 2 CPU cores (idle-busy)
-    python experiments/efficiency.py --scale 10 --hidden_size 128 --num_layers 4  # bigger machine
-
-FLOPs use the paper's conventions (backward = forward) except that, by default, embedding
-lookups are counted as gathers (`--flops_convention sparse`), as the graph runs them: with a 30k
-vocabulary and a 64-wide model the paper's dense one-hot lookup would dominate the count and
-charge ELECTRA for a generator lookup that costs nothing in practice (giving masked LM ~2x the
-steps). `--flops_convention paper` uses the dense count; both are recorded for every run.
-
-Progress goes to stdout; the JSON, table and plot are rewritten after every fine-tuning point,
-so a run cut short still leaves its results. Re-running with the same --work_dir resumes
-(finished pretraining and fine-tuning points are reused).
+Re-running with the same --work_dir resumes: pretraining continues from its checkpoints and every
+finished evaluation and fine-tuning is reused. `--plot_only` rewrites the outputs from
+efficiency.json.
 """
 
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Dict, List
 
 from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+for path in (REPO, os.path.dirname(os.path.abspath(__file__))):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import efficiency_report  # noqa: E402
 
 from electra_tf import objectives  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
 from electra_tf.io_utils import read_json, write_json  # noqa: E402
-from electra_tf.pretraining_config import PretrainingConfig  # noqa: E402
 
-OBJECTIVES = objectives.NAMES
-LABELS = {**objectives.LABELS, "baseline": "no pretraining (1 step)"}
-
-flags.DEFINE_float("scale", 1.0, "Multiplies the pretraining FLOP budget (bigger hardware).")
+FLAGS = flags.FLAGS
+flags.DEFINE_string("work_dir", None, "Data, checkpoints and fine-tuning runs (resumable).")
+flags.DEFINE_string("out_dir", os.path.join(REPO, "experiments", "results"), "Outputs.")
+flags.DEFINE_string(
+    "recipe", os.path.join(REPO, "experiments", "recipes", "pretrain_small_budget.json"),
+    "Pretraining hparams (run_pretraining.py --hparams); its num_train_steps of `electra` set "
+    "the largest budget.",
+)  # fmt: skip
+flags.DEFINE_string(
+    "finetune_recipe", os.path.join(REPO, "experiments", "recipes", "finetune_movie.json"),
+    "Fine-tuning hparams (run_finetuning.py --hparams) for the movie task.",
+)  # fmt: skip
 flags.DEFINE_list(
     "objectives", ["electra", "mlm", "electra_15", "replace_mlm"], "Objectives to compare."
 )
-flags.DEFINE_integer(
-    "budget_electra_steps",
-    360,
-    "The budget (before --scale) is the FLOPs of this many steps of the 'electra' objective.",
-)
-flags.DEFINE_float("budget_flops", None, "An explicit FLOP budget (overrides the two above).")
-flags.DEFINE_integer("num_checkpoints", 3, "Points along the budget (1/n, 2/n, ..., 1).")
-flags.DEFINE_enum("flops_convention", "sparse", ["sparse", "paper"], "See the module doc.")
-flags.DEFINE_integer("hidden_size", 64, "Discriminator hidden size.")
-flags.DEFINE_integer("num_layers", 2, "Discriminator layers.")
-flags.DEFINE_integer("seq_len", 64, "Pretraining and fine-tuning sequence length.")
-flags.DEFINE_integer("batch_size", 16, "Pretraining batch size.")
-flags.DEFINE_float("learning_rate", 1e-3, "Pretraining peak learning rate.")
-flags.DEFINE_float("warmup_fraction", 0.1, "Pretraining warm-up, as a fraction of the steps.")
-flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
-flags.DEFINE_integer("seed", 0, "Pretraining seed (initial weights, masking).")
-flags.DEFINE_bool("jit_compile", False, "XLA for pretraining (compiling costs minutes on a CPU).")
-flags.DEFINE_integer("ft_trials", 3, "Fine-tuning seeds per point.")
-flags.DEFINE_integer("ft_seed", 1, "Trial t uses ft_seed + t.")
-flags.DEFINE_float("ft_learning_rate", 1e-3, "Fine-tuning learning rate.")
-flags.DEFINE_float("ft_epochs", 10.0, "Fine-tuning epochs over the 150 training sentences.")
-flags.DEFINE_integer("ft_batch_size", 16, "Fine-tuning batch size.")
-flags.DEFINE_bool("baseline", True, "Also fine-tune from a 1-step checkpoint (no pretraining).")
+flags.DEFINE_list("budgets", ["0.25", "0.5", "1"], "Budget points, fractions of the largest.")
+flags.DEFINE_float("scale", 1.0, "Multiplies the largest budget (bigger hardware).")
+flags.DEFINE_float("budget_flops", None, "The largest budget in real FLOPs (default: recipe).")
+flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per point (0..seeds-1).")
+flags.DEFINE_bool("baseline", True, "Also fine-tune a randomly initialised encoder.")
+flags.DEFINE_integer("bootstrap", 2000, "Bootstrap replicates of each interval.")
 flags.DEFINE_string(
-    "pretraining_corpus",
+    "corpus_dir",
     os.path.join(REPO, "data", "corpus"),
-    "Pretraining text (default: the bundled sample).",
+    "Pretraining text (as build_pretraining_dataset.py --corpus_dir).",
 )
-flags.DEFINE_string("out_dir", os.path.join(REPO, "experiments", "results"), "Results.")
-flags.DEFINE_string("work_dir", None, "Scratch (data, checkpoints); default: a new temp dir.")
-flags.DEFINE_bool("keep_work_dir", True, "Keep the work dir (checkpoints) at the end.")
-flags.DEFINE_bool("plot_only", False, "Rewrite the table and plot from OUT_DIR/efficiency.json.")
-flags.DEFINE_integer("log_every_steps", 50, "Pretraining log interval.")
-FLAGS = flags.FLAGS
-
-T0 = time.time()
+flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"), "Task data.")
+flags.DEFINE_integer("num_shards", 10, "TFRecord shards; shard 0 is held out for evaluation.")
+flags.DEFINE_bool("plot_only", False, "Rewrite the outputs from OUT_DIR/efficiency.json.")
 
 
 def progress(msg: str) -> None:
-    elapsed = time.time() - T0
-    print(f"[efficiency +{elapsed / 60:5.1f} min] {msg}", flush=True)
+    print(f"[efficiency {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-# -- FLOPs ------------------------------------------------------------------------------------------
+def repo_path(path: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(REPO, path)
 
 
-def steps_for_budget(budget: float, fps: float, num_checkpoints: int) -> int:
-    """The most steps (a multiple of num_checkpoints, at least that) within `budget` FLOPs."""
-    return max(num_checkpoints, int(budget // fps) // num_checkpoints * num_checkpoints)
+# -- data -----------------------------------------------------------------------------------------
 
 
-# -- data -------------------------------------------------------------------------------------------
-
-
-def prepare_data(work_dir: str, seq_len: int) -> str:
-    """vocab.txt, pretrain_tfrecords/ (10 shards: shard 0 held out for the pretraining eval),
-    finetuning_data/sst/ under work_dir/data_L; built once."""
+def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> str:
+    """DATA_DIR with vocab.txt, pretrain_tfrecords/ and finetuning_data/sst/, built once."""
     from electra_tf import pretraining_data
 
-    data_dir = os.path.join(work_dir, f"data_{seq_len}")
+    data_dir = os.path.join(work_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
     vocab = os.path.join(data_dir, "vocab.txt")
     if not os.path.exists(vocab):
-        shutil.copyfile(os.path.join(REPO, "data", "vocab", "vocab.txt"), vocab)
+        shutil.copyfile(repo_path(recipe["vocab_file"]), vocab)
     out = os.path.join(data_dir, "pretrain_tfrecords")
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
-        progress(f"building TFRecords (seq {seq_len}) from the bundled Wikipedia sample")
+        progress(f"building TFRecords (length {recipe['max_seq_length']}) from {FLAGS.corpus_dir}")
         pretraining_data.build_dataset(
-            FLAGS.pretraining_corpus,
+            FLAGS.corpus_dir,
             vocab,
             out,
-            max_seq_length=seq_len,
-            num_processes=1,
-            num_out_files=10,
+            max_seq_length=recipe["max_seq_length"],
+            num_processes=2,
+            num_out_files=FLAGS.num_shards,
             overwrite=True,
-            verbose=False,
         )
-    sst = os.path.join(data_dir, "finetuning_data", "sst")
-    if not os.path.exists(sst):
-        shutil.copytree(os.path.join(REPO, "data", "sst_polarity"), sst)
+    task = os.path.join(data_dir, "finetuning_data", "sst")
+    if not os.path.exists(os.path.join(task, "dev.tsv")):
+        os.makedirs(task, exist_ok=True)
+        for split in ("train", "dev"):
+            shutil.copyfile(os.path.join(FLAGS.movie_data, f"{split}.tsv"), f"{task}/{split}.tsv")
     return data_dir
 
 
-def shard_files(data_dir: str) -> tuple[list[str], list[str]]:
-    d = os.path.join(data_dir, "pretrain_tfrecords")
-    files = sorted(f for f in os.listdir(d) if f.startswith("pretrain_data.tfrecord"))
-    paths = [os.path.join(d, f) for f in files]
-    return paths[1:], paths[:1]  # train, held-out eval
+def shards(data_dir: str):
+    """(training shards, the held-out shard) as comma-separated paths."""
+    out = os.path.join(data_dir, "pretrain_tfrecords")
+    files = sorted(f for f in os.listdir(out) if f.startswith("pretrain_data.tfrecord"))
+    paths = [os.path.join(out, f) for f in files]
+    return ",".join(paths[1:]), paths[0]
 
 
-# -- pretraining ------------------------------------------------------------------------------------
+def dev_labels(data_dir: str) -> List[str]:
+    with open(os.path.join(data_dir, "finetuning_data", "sst", "dev.tsv"), encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t")[-1] for line in f.readlines()[1:] if line.strip()]
 
 
-def pretrain_hparams(objective: str, steps: int, every: int) -> dict[str, Any]:
-    h = FLAGS.hidden_size
-    return dict(
-        objective=objective,
-        model_size="small",
-        model_hparam_overrides=dict(
-            hidden_size=h,
-            num_hidden_layers=FLAGS.num_layers,
-            num_attention_heads=max(1, h // 64),
-            intermediate_size=4 * h,
-        ),
-        embedding_size=h,
-        generator_hidden_size=FLAGS.generator_hidden_size,
-        max_seq_length=FLAGS.seq_len,
-        train_batch_size=FLAGS.batch_size,
-        eval_batch_size=FLAGS.batch_size,
-        num_eval_steps=20,
-        learning_rate=FLAGS.learning_rate,
-        num_train_steps=steps,
-        num_warmup_steps=max(1, int(FLAGS.warmup_fraction * steps)),
-        save_checkpoints_steps=every,
-        keep_checkpoint_max=FLAGS.num_checkpoints + 3,
-        log_every_steps=FLAGS.log_every_steps,
-        jit_compile=FLAGS.jit_compile,
-        seed=FLAGS.seed,
-    )
+# -- pretraining ----------------------------------------------------------------------------------
 
 
-def make_config(data_dir: str, objective: str, steps: int = 1, every: int = 1):
-    train_files, _ = shard_files(data_dir)
-    return PretrainingConfig.from_flat(
-        f"pt_{objective}",
-        data_dir,
-        dict(pretrain_tfrecords=train_files, **pretrain_hparams(objective, steps, every)),
-    )
+def pretraining_config(
+    data_dir: str, recipe: Dict[str, Any], objective: str, steps: int, every: int
+):
+    from electra_tf.pretraining_config import PretrainingConfig
+
+    train_files, _ = shards(data_dir)
+    warmup = recipe.get("num_warmup_steps", 0) / max(recipe["num_train_steps"], 1)
+    hparams = {
+        **recipe,
+        "vocab_file": os.path.join(data_dir, "vocab.txt"),
+        "objective": objective,
+        "num_train_steps": steps,
+        "num_warmup_steps": max(1, round(warmup * steps)),
+        "save_checkpoints_steps": every,
+        "keep_checkpoint_max": 0,  # keep every budget point
+        "pretrain_tfrecords": train_files,
+        "do_eval": False,
+        "do_train": True,
+    }
+    return PretrainingConfig.from_flat(f"pt_{objective}", data_dir, hparams)
 
 
-def checkpoint_steps(model_dir: str) -> dict[int, str]:
-    import tensorflow as tf
+def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Steps of each objective for the largest budget (real FLOPs) and its budget points."""
+    from electra_tf.modeling.builders import flops_per_step
 
-    state = tf.train.get_checkpoint_state(model_dir)
+    budgets = sorted(float(b) for b in FLAGS.budgets)
+    quantum = _quantum(budgets)
+    vocab = sum(1 for _ in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8"))
+
+    def fps(objective):
+        c = pretraining_config(data_dir, recipe, objective, 1, 1)
+        return (
+            flops_per_step(c, vocab, sparse_embed_lookup=True, backward_factor=2.0),
+            flops_per_step(c, vocab),
+        )
+
+    budget = FLAGS.budget_flops or FLAGS.scale * recipe["num_train_steps"] * fps("electra")[0]
     out = {}
-    for p in list(state.all_model_checkpoint_paths) if state else []:
-        out[int(p.rsplit("-", 1)[1])] = p
+    for obj in FLAGS.objectives:
+        real, paper = fps(obj)
+        steps = max(quantum, int(budget // real) // quantum * quantum)
+        out[obj] = {
+            "real_flops_per_step": real,
+            "paper_flops_per_step": paper,
+            "steps": steps,
+            "every": int(steps * budgets[0] + 0.5) if len(budgets) == 1 else steps // quantum,
+            "points": {b: int(round(steps * b)) for b in budgets},
+            "budget_flops": budget,
+        }
     return out
 
 
-def pretrain(data_dir: str, objective: str, steps: int, every: int) -> dict[str, Any]:
-    """Trains (or resumes) one objective; returns its summary, with the checkpoints kept."""
+def _quantum(budgets: List[float]) -> int:
+    """The smallest step count whose budget fractions are whole numbers of checkpoints."""
+    for q in range(1, 1001):
+        if all(abs(b * q - round(b * q)) < 1e-9 for b in budgets):
+            return q
+    raise UserError(f"--budgets {budgets}: use simple fractions (e.g. 0.25,0.5,1)")
+
+
+def pretrain(data_dir: str, recipe, objective: str, p: Dict[str, Any]) -> Dict[str, Any]:
+    """Trains (or resumes) one objective; evaluates each budget point on the held-out shard."""
     from electra_tf.train import Trainer
 
-    config = make_config(data_dir, objective, steps, every)
+    config = pretraining_config(data_dir, recipe, objective, p["steps"], p["every"])
     model_dir = config.paths.model_dir
-    summary_path = os.path.join(model_dir, "efficiency_pretraining.json")
-    if os.path.exists(summary_path):
-        done = read_json(summary_path)
-        if done.get("steps") == steps:
-            progress(f"pretraining {objective}: reusing {model_dir}")
-            return done
-    t = time.time()
     trainer = Trainer(config)
+    t = time.time()
     trainer.train()
     seconds = time.time() - t
-    _, eval_files = shard_files(data_dir)
-    metrics = trainer.evaluate(tfrecords=eval_files)
-    summary = {
-        "objective": objective,
-        "steps": steps,
-        "model_dir": model_dir,
-        "runner_flops_per_step": float(trainer.flops_per_step),
-        "pretrain_seconds": seconds,
-        "eval_heldout": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
-        "checkpoints": {str(k): v for k, v in checkpoint_steps(model_dir).items()},
-    }
-    write_json(summary_path, summary)
-    return summary
+    _, heldout_shard = shards(data_dir)
+    points = {}
+    for budget, step in p["points"].items():
+        cache = os.path.join(model_dir, f"heldout_eval_{step}.json")
+        if os.path.exists(cache):
+            metrics = read_json(cache)
+        else:
+            prefix = os.path.join(model_dir, f"ckpt-{step}")
+            metrics = trainer.evaluate(tfrecords=heldout_shard, checkpoint=prefix)
+            metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+            write_json(cache, metrics)
+        points[budget] = {"step": step, "checkpoint": os.path.join(model_dir, f"ckpt-{step}"),
+                          "heldout": metrics}  # fmt: skip
+    return {"seconds": seconds, "points": points}
 
 
-# -- fine-tuning ------------------------------------------------------------------------------------
+HELDOUT_KEYS = ("masked_lm_accuracy", "masked_lm_loss", "disc_auc", "disc_accuracy", "loss",
+                "disc_mlm_accuracy", "all_tokens_mlm_accuracy")  # fmt: skip
 
 
-def finetune(data_dir: str, name: str, checkpoint: str) -> dict[str, Any]:
+# -- fine-tuning ----------------------------------------------------------------------------------
+
+
+def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = False) -> Dict:
+    """Fine-tunes `checkpoint` (or a random encoder of its shape) with every seed; returns the
+    per-seed dev accuracy and per-example correctness (reused when already done)."""
     from electra_tf.finetune.config import FinetuningConfig
     from electra_tf.finetune.runner import run_finetuning
 
-    config = FinetuningConfig(
-        name,
-        data_dir,
-        task_names=["sst"],
-        init_checkpoint=checkpoint,
-        num_trials=FLAGS.ft_trials,
-        seed=FLAGS.ft_seed,
-        learning_rate=FLAGS.ft_learning_rate,
-        num_train_epochs=FLAGS.ft_epochs,
-        train_batch_size=FLAGS.ft_batch_size,
-        max_seq_length=FLAGS.seq_len,
-        model_size="small",
-        log_every_steps=1000,
-    )
-    path = os.path.join(config.results_dir, "sst.json")
-    if os.path.exists(path):
-        done = read_json(path)
-        c = done.get("config", {})
-        same = {
-            k: getattr(config, k)
-            for k in (
-                "init_checkpoint", "num_trials", "seed", "learning_rate", "num_train_epochs",
-                "train_batch_size", "max_seq_length",
-            )
-        }  # fmt: skip
-        if all(c.get(k) == v for k, v in same.items()):
-            return done
-    return run_finetuning(config)["sst"]
-
-
-def spread(values: list[float]) -> dict[str, float]:
-    return {
-        "median": float(statistics.median(values)),
-        "mean": float(statistics.fmean(values)),
-        "std": float(statistics.stdev(values)) if len(values) > 1 else 0.0,
-        "min": float(min(values)),
-        "max": float(max(values)),
+    hparams = {
+        **read_json(repo_path(FLAGS.finetune_recipe)),
+        "task_names": ["sst"],
+        "init_checkpoint": checkpoint,
+        "num_trials": FLAGS.seeds,
+        "seed": 0,
+        "random_init": random_init,
+        "log_every_steps": 100000,
     }
+    config = FinetuningConfig.from_hparams(name, data_dir, hparams)
+    results_dir = config.results_dir
+    path = os.path.join(results_dir, "sst.json")
+    done = read_json(path) if os.path.exists(path) else None
+    if not done or done.get("config", {}).get("init_checkpoint") != checkpoint:
+        t = time.time()
+        run_finetuning(config)
+        progress(f"fine-tuned {name} ({FLAGS.seeds} seeds) in {time.time() - t:.0f}s")
+        done = read_json(path)
+    labels = dev_labels(data_dir)
+    correct = []
+    for trial in range(1, FLAGS.seeds + 1):
+        suffix = "" if trial == 1 else f"_trial{trial}"
+        with open(
+            os.path.join(results_dir, f"sst_dev_predictions{suffix}.tsv"), encoding="utf-8"
+        ) as f:
+            preds = [line.rstrip("\n").split("\t")[1] for line in f.readlines()[1:]]
+        if len(preds) != len(labels):
+            raise UserError(f"{results_dir}: {len(preds)} predictions for {len(labels)} dev rows")
+        correct.append("".join("1" if p == g else "0" for p, g in zip(preds, labels)))
+    return {"correct": correct, "reported": [t["dev"]["accuracy"] for t in done["trials"]]}
 
 
-# -- outputs ----------------------------------------------------------------------------------------
-
-
-def write_outputs(out_dir: str, report: dict[str, Any]) -> None:
-    os.makedirs(out_dir, exist_ok=True)
-    write_json(os.path.join(out_dir, "efficiency.json"), report)
-    with open(os.path.join(out_dir, "efficiency.md"), "w", encoding="utf-8") as f:
-        f.write(markdown(report))
-    try:
-        plot(report, os.path.join(out_dir, "efficiency.png"))
-    except ImportError:
-        progress(
-            "matplotlib is not installed: no plot (pip install -r experiments/requirements.txt)"
-        )
-
-
-def markdown(report: dict[str, Any]) -> str:
-    s = report["settings"]
-    lines = [
-        "# Compute efficiency: ELECTRA vs masked LM at equal pretraining FLOPs",
-        "",
-        f"Discriminator hidden {s['hidden_size']}, {s['num_layers']} layers, seq {s['seq_len']}, "
-        f"batch {s['batch_size']}; generator {s['generator_hidden_size']}x width. Budget "
-        f"{s['budget_flops']:.3g} FLOPs ({s['flops_convention']} convention). Fine-tuning: "
-        f"sentence polarity (150 train / 50 dev), {s['ft_trials']} seeds per point, "
-        f"dev accuracy (%). Held-out pretraining metrics are for the final checkpoint.",
-        "",
-        "| objective | budget | steps | pretraining FLOPs | dev acc median | min-max | std | "
-        "per seed | held-out pretraining metric |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in report["runs"]:
-        pm = r.get("pretraining_metric")
-        pm_s = f"{pm[0]} {pm[1]:.3f}" if pm else ""
-        lines.append(
-            f"| {LABELS.get(r['objective'], r['objective'])} | {r['budget_fraction']:.2f} | "
-            f"{r['step']} | {r['pretrain_flops']:.3g} | {r['median']:.1f} | "
-            f"{r['min']:.0f}-{r['max']:.0f} | {r['std']:.1f} | "
-            f"{', '.join(f'{a:.0f}' for a in r['dev_accuracy'])} | {pm_s} |"
-        )
-    lines += ["", f"Total wall time so far: {report['timing']['total_seconds'] / 60:.1f} min.", ""]
-    return "\n".join(lines)
-
-
-def plot(report: dict[str, Any], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    by_obj: dict[str, list] = {}
-    for r in report["runs"]:
-        if r["objective"] != "baseline":
-            by_obj.setdefault(r["objective"], []).append(r)
-    for k, (obj, rs) in enumerate(by_obj.items()):
-        rs = sorted(rs, key=lambda r: r["pretrain_flops"])
-        # a small horizontal offset per objective keeps equal-FLOP error bars apart
-        shift = 1.0 + 0.012 * (k - (len(by_obj) - 1) / 2)
-        x = [r["pretrain_flops"] * shift for r in rs]
-        y = [r["median"] for r in rs]
-        lo = [r["median"] - r["min"] for r in rs]
-        hi = [r["max"] - r["median"] for r in rs]
-        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, label=LABELS.get(obj, obj))
-    for r in report["runs"]:
-        if r["objective"] == "baseline":
-            ax.axhspan(r["min"], r["max"], color="grey", alpha=0.15)
-            ax.axhline(r["median"], color="grey", ls="--", label=LABELS["baseline"])
-    s = report["settings"]
-    ax.set_xlabel(f"pretraining FLOPs ({s['flops_convention']} convention; points offset slightly)")
-    ax.set_ylabel("polarity dev accuracy (%), median and min-max of seeds")
-    ax.set_title(
-        f"h={s['hidden_size']}, {s['num_layers']} layers, seq {s['seq_len']}, "
-        f"{s['ft_trials']} fine-tuning seeds"
-    )
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-# -- main -------------------------------------------------------------------------------------------
+# -- main -----------------------------------------------------------------------------------------
 
 
 def main() -> None:
     if FLAGS.plot_only:
         path = os.path.join(FLAGS.out_dir, "efficiency.json")
-        write_outputs(FLAGS.out_dir, read_json(path))
-        progress(f"rewrote the table and plot from {path}")
+        note = efficiency_report.write_outputs(FLAGS.out_dir, read_json(path), FLAGS.bootstrap)
+        progress(note or f"rewrote the outputs from {path}")
         return
     for obj in FLAGS.objectives:
-        if obj not in OBJECTIVES:
-            raise UserError(f"--objectives: {obj!r} is not one of {', '.join(OBJECTIVES)}")
-    n_ckpt = FLAGS.num_checkpoints
-    if n_ckpt < 1 or FLAGS.ft_trials < 1:
-        raise UserError("--num_checkpoints and --ft_trials must be at least 1")
+        if obj not in objectives.NAMES:
+            raise UserError(f"--objectives: {obj!r} is not one of {', '.join(objectives.NAMES)}")
+    if FLAGS.seeds < 2:
+        raise UserError("--seeds must be at least 2 (medians and intervals over seeds)")
+    recipe = read_json(repo_path(FLAGS.recipe))
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="electra_efficiency_")
     os.makedirs(work_dir, exist_ok=True)
     progress(f"work dir {work_dir}, results to {FLAGS.out_dir}")
-    data_dir = prepare_data(work_dir, FLAGS.seq_len)
-    vocab_size = sum(1 for _ in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8"))
-
-    from electra_tf.modeling.builders import flops_per_step
-
-    # FLOPs per step of each objective, and the steps that spend the budget
-    sparse = FLAGS.flops_convention == "sparse"
-    plan = {}
-    for obj in dict.fromkeys(["electra", *FLAGS.objectives]):
-        config = make_config(data_dir, obj)
-        plan[obj] = {
-            "flops_per_step_sparse": flops_per_step(config, vocab_size, sparse_embed_lookup=True),
-            "flops_per_step_paper": flops_per_step(config, vocab_size),
-        }
-    key = "flops_per_step_sparse" if sparse else "flops_per_step_paper"
-    budget = FLAGS.budget_flops or (FLAGS.scale * FLAGS.budget_electra_steps * plan["electra"][key])
-    for obj in FLAGS.objectives:
-        fps = plan[obj][key]
-        steps = steps_for_budget(budget, fps, n_ckpt)
-        plan[obj].update(steps=steps, flops_per_step=fps, every=steps // n_ckpt)
+    t_start = time.time()
+    data_dir = prepare_data(work_dir, recipe)
+    the_plan = plan(data_dir, recipe)
+    for obj, p in the_plan.items():
         progress(
-            f"plan {obj}: {steps} steps x {fps:.3e} FLOPs/step = {steps * fps:.3e} "
-            f"(budget {budget:.3e})"
+            f"plan {obj}: {p['steps']} steps x {p['real_flops_per_step']:.3e} real FLOPs/step = "
+            f"{p['steps'] * p['real_flops_per_step']:.3e} (budget {p['budget_flops']:.3e})"
         )
-
-    settings = {
-        k: FLAGS[k].value
-        for k in (
-            "scale", "objectives", "budget_electra_steps", "num_checkpoints", "flops_convention",
-            "hidden_size", "num_layers", "seq_len", "batch_size", "learning_rate",
-            "warmup_fraction", "generator_hidden_size", "seed", "ft_trials", "ft_seed",
-            "ft_learning_rate", "ft_epochs", "ft_batch_size",
-        )
-    }  # fmt: skip
-    settings.update(budget_flops=budget, work_dir=work_dir, plan=plan)
-    report: dict[str, Any] = {
-        "settings": settings,
-        "pretraining": {},
+    labels = dev_labels(data_dir)
+    with open(os.path.join(FLAGS.movie_data, "train.tsv"), encoding="utf-8") as f:
+        train_size = sum(1 for line in f.readlines()[1:] if line.strip())
+    report: Dict[str, Any] = {
+        "settings": {
+            "recipe": os.path.relpath(repo_path(FLAGS.recipe), REPO),
+            "finetune_recipe": os.path.relpath(repo_path(FLAGS.finetune_recipe), REPO),
+            "objectives": list(FLAGS.objectives),
+            "budgets": sorted(float(b) for b in FLAGS.budgets),
+            "scale": FLAGS.scale,
+            "seeds": FLAGS.seeds,
+            "budget_flops": next(iter(the_plan.values()))["budget_flops"],
+            "plan": {
+                k: {**v, "points": {str(b): s for b, s in v["points"].items()}}
+                for k, v in the_plan.items()
+            },  # fmt: skip
+        },
+        "dev_size": len(labels),
+        "train_size": train_size,
         "runs": [],
-        "timing": {"total_seconds": 0.0, "pretraining_seconds": {}, "finetuning_seconds": {}},
-        "notes": __doc__.split("\n\n")[1].replace("\n", " "),
+        "timing": {},
     }
 
-    # 1. pretrain every objective
-    for obj in FLAGS.objectives:
-        p = plan[obj]
-        progress(f"pretraining {obj}: {p['steps']} steps, checkpoints every {p['every']}")
-        summary = pretrain(data_dir, obj, p["steps"], p["every"])
-        report["pretraining"][obj] = summary
-        report["timing"]["pretraining_seconds"][obj] = summary["pretrain_seconds"]
-        progress(
-            f"pretrained {obj} in {summary['pretrain_seconds'] / 60:.1f} min; held-out "
-            + ", ".join(
-                f"{k} {summary['eval_heldout'][k]:.3f}"
-                for k in ("masked_lm_accuracy", "disc_accuracy", "disc_auc")
-                if k in summary["eval_heldout"]
-            )
-        )
+    def save():
+        report["timing"]["total_seconds"] = time.time() - t_start
+        note = efficiency_report.write_outputs(FLAGS.out_dir, report, FLAGS.bootstrap)
+        if note:
+            progress(note)
 
-    # 2. fine-tune: the full budget of every objective first (the central comparison), then the
-    #    earlier checkpoints, then the no-pretraining baseline
-    points = []
-    for i in range(n_ckpt, 0, -1):
-        for obj in FLAGS.objectives:
-            points.append((obj, i))
+    pretrained = {}
+    for obj in FLAGS.objectives:
+        progress(f"pretraining {obj}")
+        pretrained[obj] = pretrain(data_dir, recipe, obj, the_plan[obj])
+        report["timing"][f"pretrain_{obj}_seconds"] = pretrained[obj]["seconds"]
     if FLAGS.baseline:
-        points.append(("baseline", 0))
-    for obj, i in points:
-        src = FLAGS.objectives[0] if obj == "baseline" else obj
-        ckpts = {int(k): v for k, v in report["pretraining"][src]["checkpoints"].items()}
-        p = plan[src]
-        target = 1 if obj == "baseline" else i * p["every"]
-        step = min(ckpts, key=lambda s: (abs(s - target), s))
-        progress(f"fine-tuning {obj} step {step} ({FLAGS.ft_trials} seeds)")
-        t = time.time()
-        result = finetune(data_dir, f"ft_{obj}_step{step}", ckpts[step])
-        seconds = time.time() - t
-        report["timing"]["finetuning_seconds"][f"{obj}_{step}"] = seconds
-        accs = [float(tr["dev"]["accuracy"]) for tr in result["trials"]]
-        ev = report["pretraining"][src]["eval_heldout"]
-        metric = None
-        if obj != "baseline" and i == n_ckpt:
-            for k in ("disc_accuracy", "masked_lm_accuracy"):
-                if k in ev:
-                    metric = (k, ev[k])
-                    break
-        run = {
-            "objective": obj,
-            "budget_fraction": 0.0 if obj == "baseline" else round(step / p["steps"], 3),
-            "nominal_fraction": 0.0 if obj == "baseline" else i / n_ckpt,
-            "step": step,
-            "total_steps": p["steps"],
-            "pretrain_flops": step * p["flops_per_step"],
-            "pretrain_flops_sparse": step * p["flops_per_step_sparse"],
-            "pretrain_flops_paper": step * p["flops_per_step_paper"],
-            "checkpoint": ckpts[step],
-            "seeds": [tr.get("seed") for tr in result["trials"]],
-            "dev_accuracy": accs,
-            **spread(accs),
-            "pretraining_metric": metric,
-            "final_heldout_pretraining_metrics": ev if metric else None,
-        }
-        report["runs"] = [
-            r for r in report["runs"] if (r["objective"], r["step"]) != (obj, step)
-        ] + [run]
-        report["timing"]["total_seconds"] = time.time() - T0
-        write_outputs(FLAGS.out_dir, report)
-        progress(
-            f"{obj} step {step}: dev accuracy median {run['median']:.1f} "
-            f"(min {run['min']:.0f}, max {run['max']:.0f}) in {seconds:.0f}s"
-        )
-    report["timing"]["total_seconds"] = time.time() - T0
-    write_outputs(FLAGS.out_dir, report)
-    progress(f"done: {os.path.join(FLAGS.out_dir, 'efficiency.json')}")
-    if not FLAGS.keep_work_dir and not FLAGS.work_dir:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        final = pretrained[FLAGS.objectives[0]]["points"][
+            max(the_plan[FLAGS.objectives[0]]["points"])
+        ]
+        result = finetune(data_dir, "ft_random_init", final["checkpoint"], random_init=True)
+        report["runs"].append({"objective": "baseline", "budget": 0.0, "steps": 0,
+                               "train_flops_real": 0.0, "train_flops_paper": 0.0, **result})  # fmt: skip
+        save()
+    for budget in sorted(float(b) for b in FLAGS.budgets):
+        for obj in FLAGS.objectives:
+            point = pretrained[obj]["points"][budget]
+            p = the_plan[obj]
+            result = finetune(data_dir, f"ft_{obj}_{budget:g}", point["checkpoint"])
+            heldout = {k: v for k, v in point["heldout"].items() if k in HELDOUT_KEYS}
+            report["runs"].append(
+                {
+                    "objective": obj,
+                    "budget": budget,
+                    "steps": point["step"],
+                    "train_flops_real": point["step"] * p["real_flops_per_step"],
+                    "train_flops_paper": point["step"] * p["paper_flops_per_step"],
+                    "heldout": heldout,
+                    **result,
+                }
+            )
+            save()
+    progress(f"done in {(time.time() - t_start) / 60:.1f} min; outputs in {FLAGS.out_dir}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import tensorflow as tf
 from electra_tf import objectives, vocab
 from electra_tf.flops.analytic import config_value
 from electra_tf.flops.profiler import profile_function_flops
+from electra_tf.model_config import SHAPE_KEYS
 from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.optimization import ElectraAdamW, dense_gradients
 from electra_tf.pretraining_config import PretrainingConfig
@@ -105,12 +106,4 @@ def profile_pretraining_flops(
 
 
 def _config_dict(config: Any) -> dict:
-    keys = (
-        "vocab_size",
-        "embedding_size",
-        "hidden_size",
-        "num_hidden_layers",
-        "num_attention_heads",
-        "intermediate_size",
-    )
-    return {k: config_value(config, k) for k in keys}
+    return {k: config_value(config, k) for k in SHAPE_KEYS}

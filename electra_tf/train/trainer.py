@@ -243,13 +243,16 @@ class Trainer:
         log(f"saved {ckpt.latest}")
         return self.train_summary
 
-    def evaluate(self, tfrecords: Optional[str] = None) -> Dict[str, float]:
-        """The objective's eval metrics over `num_eval_steps` batches of the latest checkpoint,
-        written to eval_results.json and TensorBoard (with the training summary, if any).
-        `tfrecords`: evaluate on these files (e.g. a held-out shard) instead of the config's."""
+    def evaluate(
+        self, tfrecords: Optional[str] = None, checkpoint: Optional[str] = None
+    ) -> Dict[str, float]:
+        """The objective's eval metrics over `num_eval_steps` batches of the latest checkpoint
+        (or `checkpoint`, a prefix), written to eval_results.json and TensorBoard (with the
+        training summary, if any). `tfrecords`: evaluate on these files (e.g. a held-out shard)
+        instead of the config's."""
         c = self.config
         ckpt = TrainingCheckpoint(self.model, self.optimizer, self.step, self.loss_scale)
-        latest = self.run.latest_checkpoint()
+        latest = checkpoint or self.run.latest_checkpoint()
         if latest is None:
             raise UserError(f"no checkpoint to evaluate in {self.run.path}")
         ckpt.restore_for_eval(latest)
