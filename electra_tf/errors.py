@@ -1,6 +1,7 @@
 """User-facing errors: one clear line, a non-zero exit, never a deep traceback."""
 
 import errno
+import os
 import re
 import sys
 from typing import Callable, Optional
@@ -9,6 +10,10 @@ from typing import Callable, Optional
 # file-size limit; TensorFlow's file system layer puts the strerror text into its message
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 DISK_FULL_TEXTS = ("No space left on device", "File too large", "Disk quota exceeded")
+# TensorFlow's errors about a file; a bare OpError is what its checkpoint reader raises for a
+# checksum that does not match
+_TF_FILE_ERRORS = {"NotFoundError", "PermissionDeniedError", "DataLossError"}
+TRACEBACK_ENV = "ELECTRA_TF_TRACEBACK"  # set: the full traceback instead of the one line
 
 
 class UserError(Exception):
@@ -53,9 +58,26 @@ def run_main(main: Callable[[], object]) -> None:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as e:
-        if not is_disk_full(e):
+        if is_disk_full(e):
+            # a write not wrapped where it happens: name the file as the error does
+            path = getattr(e, "filename", None) or str(e).split(";")[0].split("}}")[-1].strip()
+            print(f"error: {disk_full_error(path, e)}", file=sys.stderr)
+            sys.exit(1)
+        line = file_error_line(e)
+        if line is None or os.environ.get(TRACEBACK_ENV):
             raise
-        # a write not wrapped where it happens: name the file as the error does
-        path = getattr(e, "filename", None) or str(e).split(";")[0].split("}}")[-1].strip()
-        print(f"error: {disk_full_error(path, e)}", file=sys.stderr)
+        print(f"error: {line} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
         sys.exit(1)
+
+
+def file_error_line(e: BaseException) -> Optional[str]:
+    """A file that could not be read or written, not caught where it happened (a file missing,
+    unreadable or damaged: TensorFlow's NotFound, PermissionDenied and DataLoss errors, and
+    Python's OSError with a file name) as one line naming it; None for any other error."""
+    if isinstance(e, OSError) and e.filename:
+        return f"{e.filename}: {e.strerror or e}"
+    names = {c.__name__ for c in type(e).__mro__}
+    bare = type(e).__name__ == "OpError"
+    if type(e).__module__.startswith("tensorflow") and (bare or names & _TF_FILE_ERRORS):
+        return tf_message(e)
+    return None

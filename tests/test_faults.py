@@ -26,7 +26,15 @@ import tensorflow as tf
 from harness import ENV, REPO, TINY_RUN, error_line, run_script
 from test_finetune_run import DATA, ROOT, dummy_batch, save_name_based, tiny_config
 
-from electra_tf import checkpoint_files, hparams, pretraining_data, run_dir, vocab
+from electra_tf import (
+    checkpoint_files,
+    checkpoints,
+    errors,
+    hparams,
+    pretraining_data,
+    run_dir,
+    vocab,
+)
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.qa.reader import read_squad_examples
@@ -687,6 +695,53 @@ def test_impossible_configs_and_vocabs_are_one_line_at_every_entry_point(data_di
     assert not os.path.exists(tmp_path / "o")
 
 
+def test_damaged_files_read_elsewhere_are_one_line_naming_them(tmp_path):
+    # a pretrained checkpoint with a flipped byte: fine-tuning's and warm start's reader
+    cfg = tiny_config()
+    enc = TransformerEncoder(cfg)
+    b = dummy_batch()
+    enc(b["input_ids"], b["input_mask"], b["segment_ids"])
+    prefix = str(tmp_path / "model.ckpt-5")
+    save_name_based(enc.weights, prefix)
+    data = prefix + ".data-00000-of-00001"
+    damaged = bytearray(read(data, "rb"))
+    damaged[len(damaged) // 2] ^= 1
+    open(data, "wb").write(bytes(damaged))
+    with pytest.raises(UserError) as e:
+        checkpoints.restore_discriminator(enc, prefix)
+    assert str(e.value).startswith(f"{prefix}: the checkpoint does not read back (")
+    assert "Checksum does not match" in str(e.value) and "\n" not in str(e.value)
+    # a vocab file that is not UTF-8
+    bad_vocab = tmp_path / "vocab.txt"
+    bad_vocab.write_bytes(b"[PAD]\n[UNK]\nca\xfef\xe9\n")
+    with pytest.raises(UserError, match=rf"^{re.escape(str(bad_vocab))}: line 3: not UTF-8"):
+        vocab.read_vocab(str(bad_vocab))
+    # a dataset_info.json that is JSON but not the builder's
+    info = tmp_path / "dataset_info.json"
+    info.write_text("[1, 2]")
+    with pytest.raises(UserError, match=rf"^{re.escape(str(info))}: not a JSON object; rebuild"):
+        pretraining_data.check_dataset_info(str(tmp_path), str(bad_vocab), 8, True)
+    # what no caller catches becomes one line at the top (TensorFlow's file errors, OSError)
+    try:
+        tf.io.gfile.GFile(str(tmp_path / "missing.txt")).read()
+    except tf.errors.NotFoundError as e:
+        assert errors.file_error_line(e) == f"{tmp_path / 'missing.txt'}; No such file or directory"
+    assert errors.file_error_line(PermissionError(13, "Permission denied", "/x")) == (
+        "/x: Permission denied"
+    )
+    assert errors.file_error_line(ValueError("a bug")) is None
+    p = subprocess.run(
+        [sys.executable, "-c", "from electra_tf import errors; import tensorflow as tf;"
+         "errors.run_main(lambda: tf.io.gfile.GFile('/nonexistent/f').read())"],
+        env={**ENV, "PYTHONPATH": REPO}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.splitlines()[-1] == (
+        "error: /nonexistent/f; No such file or directory (set ELECTRA_TF_TRACEBACK=1 for the "
+        "traceback)"
+    )
+
+
 @pytest.fixture(scope="module")
 def finetune_base(tmp_path_factory):
     """A tiny "pretrained" model (config.json, a name-based checkpoint), the vocab, and the
@@ -808,6 +863,22 @@ def test_finetuning_non_finite_loss_stops_the_trial_naming_the_step(finetune_dir
     )
     assert m, str(e.value)
     assert not os.path.exists(os.path.join(finetune_dir, "models", "tiny", "results", "sst.json"))
+
+
+def test_finetuning_damaged_trial_record_is_one_line_and_kept(finetune_dir):
+    hp = {**FT, "num_trials": 1}
+    hp.pop("task_names")
+    config = FinetuningConfig("tiny", finetune_dir, task_names=["sst"], **hp)
+    record = os.path.join(finetune_dir, "models", "tiny", "results", "sst_trials.json")
+    os.makedirs(os.path.dirname(record))
+    with open(record, "w") as f:
+        f.write('{"key": {"config": ')
+    with pytest.raises(UserError) as e:
+        run_finetuning(config)
+    assert str(e.value).startswith(f"{record}: not valid JSON (line 1, column 20")
+    assert str(e.value).endswith("the record of this run's finished trials is damaged; remove "
+                                 "it to run every trial again")  # fmt: skip
+    assert read(record) == '{"key": {"config": '  # left as it was
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ import os
 import shutil
 from typing import Any, Callable, Optional
 
+from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json, write_json
 
 # keys that may change between the first command and its re-run
@@ -36,7 +37,13 @@ class TrialRecord:
         self.key = {"config": run, "init_checkpoint": checkpoint}
         self.trials: dict[str, Any] = {}
         if os.path.exists(self.path):
-            d = read_json(self.path)
+            try:
+                d = read_json(self.path)
+            except UserError as e:  # written atomically: damaged by something else
+                raise UserError(
+                    f"{e}: the record of this run's finished trials is damaged; remove it to "
+                    "run every trial again"
+                ) from None
             if isinstance(d, dict) and _same(d.get("key"), self.key):
                 self.trials = d.get("trials") or {}
                 if self.trials:

@@ -118,7 +118,9 @@ def check_dataset_info(
         with tf.io.gfile.GFile(path, "r") as f:
             info = json.load(f)
     except ValueError as e:
-        raise UserError(f"{path} is not valid JSON ({e})") from None
+        raise UserError(f"{path} is not valid JSON ({e}); {REBUILD}") from None
+    if not isinstance(info, dict):
+        raise UserError(f"{path}: not a JSON object; {REBUILD}")
     dataset = os.path.dirname(path)
     if not tf.io.gfile.exists(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")
@@ -139,7 +141,10 @@ def check_dataset_info(
             f"but do_lower_case is {bool(do_lower_case)}"
         )
     if required:
-        check_shards(dataset, path, info, files, skip_corrupt_records, log, max_seq_length)
+        try:
+            check_shards(dataset, path, info, files, skip_corrupt_records, log, max_seq_length)
+        except (KeyError, TypeError, AttributeError) as e:  # a damaged "shards" list
+            raise UserError(f"{path}: its shards list is malformed ({e!r}); {REBUILD}") from None
     return info
 
 
