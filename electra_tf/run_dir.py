@@ -15,7 +15,7 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
     finetuning_models/TASKS_model_TRIAL/   kept fine-tuned models: ckpt.*, config.json
                             ({"kind": "finetuning", ...}), vocab.txt
     finetuning_checkpoints/TASKS_trial_TRIAL/   an unfinished trial's checkpoints
-    run.lock               the process writing the directory (`electra_tf.run_lock`)
+    run.lock, finetuning_TASK.lock   the process pretraining, fine-tuning TASK (`run_lock`)
 
 and a checkpoint found anywhere else (an original google-research release, an exported
 original-layout directory) is described by a `bert_config.json` or `config.json` beside it or in

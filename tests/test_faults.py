@@ -36,6 +36,7 @@ from electra_tf import (
     vocab,
 )
 from electra_tf.errors import UserError
+from electra_tf.finetune import trials
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.qa.reader import read_squad_examples
 from electra_tf.finetune.runner import run_finetuning
@@ -438,11 +439,12 @@ def test_second_writer_of_a_run_directory_stops_at_once(data_dir, finetune_dir):
         assert time.time() - t0 < 120
         assert not os.path.exists(os.path.join(model_dir, "checkpoint"))
         tiny = os.path.join(finetune_dir, "models", "tiny")
-        ft_holder = _hold(os.path.join(tiny, run_dir.LOCK_FILE))
+        ft_holder = _hold(os.path.join(tiny, "finetuning_sst.lock"))
         try:
             line = error_line(_finetune(finetune_dir))
             assert line.startswith(
-                f"error: {tiny}: this run directory is in use by pid {ft_holder.pid}"
+                f"error: {tiny}: this run directory's sst fine-tuning is in use by pid "
+                f"{ft_holder.pid}"
             )
         finally:
             ft_holder.send_signal(signal.SIGKILL)
@@ -879,6 +881,29 @@ def test_finetuning_damaged_trial_record_is_one_line_and_kept(finetune_dir):
     assert str(e.value).endswith("the record of this run's finished trials is damaged; remove "
                                  "it to run every trial again")  # fmt: skip
     assert read(record) == '{"key": {"config": '  # left as it was
+
+
+def test_finetuning_locks_its_tasks_not_the_directory(finetune_dir):
+    tiny = os.path.join(finetune_dir, "models", "tiny")
+    hp = {k: v for k, v in FT.items() if k != "task_names"}
+    holders = [_hold(os.path.join(tiny, n)) for n in ("finetuning_sst.lock", run_dir.LOCK_FILE)]
+    try:
+        with pytest.raises(UserError, match=rf"in use by pid {holders[0].pid} "):
+            trials.lock_tasks(FinetuningConfig("tiny", finetune_dir, task_names=["mrpc", "sst"]))
+        assert not os.path.exists(os.path.join(tiny, "finetuning_mrpc.lock"))  # released
+        # another task, the random_init baseline of the same task, pretraining: beside it
+        for tasks, random_init in ((["mrpc"], False), (["sst"], True)):
+            config = FinetuningConfig(
+                "tiny", finetune_dir, task_names=tasks, random_init=random_init, **hp
+            )
+            with trials.lock_tasks(config):
+                name = f"finetuning_{tasks[0]}{'_random_init' if random_init else ''}.lock"
+                assert json.loads(read(os.path.join(tiny, name)))["pid"] == os.getpid()
+            assert not os.path.exists(os.path.join(tiny, name))
+    finally:
+        for h in holders:
+            h.send_signal(signal.SIGKILL)
+            h.wait()
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ Outputs under `DATA_DIR/models/MODEL_NAME/results/` (`results_random_init/` with
 With keep_all_models, each trial's model is kept in `finetuning_models/<tasks>_model_<trial>/`:
 `ckpt.*`, a config.json of kind "finetuning" and the vocab (`export_model.py` reads them).
 
-A run holds the model directory's lock (`run_dir.RunDirectory.lock`). Each finished trial is
+A run holds its tasks' locks in the model directory (`trials.lock_tasks`). Each finished trial is
 recorded in `results/<tasks>_trials.json` (`trials.TrialRecord`) and an unfinished one keeps
 checkpoints in `finetuning_checkpoints/<tasks>_trial_<trial>/` (`trainer.train`): re-running the
 same command after a crash skips the finished trials and resumes the unfinished one; both are
@@ -50,7 +50,7 @@ from electra_tf.finetune.registry import get_tasks
 from electra_tf.finetune.scorers import majority_class_accuracy
 from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.trainer import score, train
-from electra_tf.finetune.trials import TrialRecord
+from electra_tf.finetune.trials import TrialRecord, lock_tasks
 from electra_tf.model_config import ModelConfig
 
 
@@ -176,8 +176,8 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
     check_model_fits(config, model_config, len(tokenizer.vocab))
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    # one writer per model directory (its results/ and finetuning_models/), from here on
-    with config.run.lock(log):
+    # one writer per task of a model directory (its results and kept models), from here on
+    with lock_tasks(config, log):
         return _train_and_score(config, tasks, checkpoint, model_config)
 
 

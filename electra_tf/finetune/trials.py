@@ -9,6 +9,7 @@ another is set aside, saying so. When every trial is done the results are writte
 and the trials' checkpoints are removed.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json, write_json
+from electra_tf.run_lock import RunLock
 
 # keys that may change between the first command and its re-run
 _FREE_KEYS = ("num_trials", "log_every_steps", "save_checkpoints_steps")
@@ -87,3 +89,21 @@ class TrialRecord:
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON would read them back (tuples are lists)."""
     return json.loads(json.dumps(a)) == json.loads(json.dumps(b))
+
+
+def lock_tasks(config, log: Callable[[str], None] = print) -> contextlib.ExitStack:
+    """Holds the model directory for fine-tuning each of the config's tasks (a lock file per task
+    and random_init: `finetuning_TASK[_random_init].lock`): a second run of a task stops at once,
+    naming the process; runs of other tasks, and pretraining, go on beside it (they write other
+    files). The returned stack releases them."""
+    stack = contextlib.ExitStack()
+    suffix = "_random_init" if config.random_init else ""
+    try:
+        for name in sorted(set(config.task_names)):
+            path = os.path.join(config.run.path, f"finetuning_{name}{suffix}.lock")
+            what = f"run directory's {name}{suffix.replace('_', ' ')} fine-tuning"
+            stack.enter_context(RunLock.acquire(path, what, log))
+    except BaseException:
+        stack.close()
+        raise
+    return stack
