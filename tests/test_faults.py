@@ -650,6 +650,10 @@ def test_hparams_json_and_types_name_the_line_column_and_key(tmp_path):
         FinetuningConfig("m", "d", learning_rate=[1])
     with pytest.raises(UserError, match=r'^hparam deterministic: expected bool, got "yes"'):
         FinetuningConfig("m", "d", deterministic="yes")
+    with pytest.raises(
+        UserError, match=r"^hparam task_names: expected names \(strings\), got \[1\]"
+    ):
+        FinetuningConfig("m", "d", task_names=[1])
 
 
 def test_squad_answer_not_in_its_context_is_one_line(tmp_path, capsys):

@@ -199,6 +199,8 @@ class FinetuningConfig:
             object.__setattr__(self, name, section)
         if not self.task_names:
             raise UserError("task_names is empty")
+        if not all(isinstance(t, str) for t in self.task_names):
+            raise UserError(f"hparam task_names: expected names (strings), got {self.task_names}")
         self._validate()
 
     def __getattr__(self, key: str) -> Any:
