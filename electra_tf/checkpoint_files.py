@@ -64,14 +64,16 @@ def checkpoint_problem(prefix: str) -> Optional[str]:
     return None
 
 
-def candidates(directory: str, tracked: Sequence[str] = ()) -> List[str]:
+def candidates(
+    directory: str, tracked: Sequence[str] = (), name: Optional[str] = None
+) -> List[str]:
     """Every checkpoint prefix of `directory` (with a file there, or `tracked` by its state
-    file), newest (highest step) first."""
+    file; with `name`, only NAME-STEP ones), newest (highest step) first."""
     prefixes = set(tracked)
     if tf.io.gfile.isdir(directory):
         for f in tf.io.gfile.listdir(directory):
             m = _FILE.match(f)
-            if m:
+            if m and (name is None or re.fullmatch(rf"{re.escape(name)}-\d+", m.group(1))):
                 prefixes.add(os.path.join(directory, m.group(1)))
     return sorted(prefixes, key=lambda p: (_number(p), p), reverse=True)
 
@@ -92,7 +94,7 @@ def restore_newest(
     raises on a damaged one); (its prefix or None, the prefixes skipped). A directory whose
     checkpoints are all broken is an error: starting over would overwrite them."""
     skipped: List[str] = []
-    for prefix in candidates(directory, tracked):
+    for prefix in candidates(directory, tracked, CHECKPOINT_NAME):  # what a resume may take
         why = checkpoint_problem(prefix)
         if why is None:
             try:

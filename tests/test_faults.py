@@ -910,6 +910,37 @@ def test_finetuning_locks_its_tasks_not_the_directory(finetune_dir):
             h.wait()
 
 
+def test_finetuning_state_of_another_config_is_not_resumed(finetune_dir):
+    hp = {k: v for k, v in FT.items() if k != "task_names"}
+    config = FinetuningConfig("tiny", finetune_dir, task_names=["sst"], **hp)
+    tiny = os.path.join(finetune_dir, "models", "tiny")
+    path = os.path.join(tiny, "results", "sst_trials.json")
+    said = []
+    first = trials.TrialRecord(config, None, said.append)
+    assert said == [] and json.loads(read(path))["trials"] == {}  # recorded before any trial
+    ckpt_dir = config.run.trial_checkpoint_dir(["sst"], 2)
+    os.makedirs(ckpt_dir)
+    baseline = config.run.trial_checkpoint_dir(["sst"], 2, random_init=True)
+    os.makedirs(baseline)  # another run's (the baseline's): untouched
+    first.record(1, {"info": {"trial": 1}})
+    # the same command again: trial 1 done, trial 2's checkpoints resumed from
+    again = trials.TrialRecord(config, None, said.append)
+    assert again.done(1) == {"info": {"trial": 1}} and os.path.isdir(ckpt_dir)
+    assert said == [f"{path}: trial(s) 1 already done"]
+    # another learning rate: nothing reused, the old record kept aside
+    said.clear()
+    other = config.with_hparams(learning_rate=1e-3)
+    record = trials.TrialRecord(other, None, said.append)
+    assert record.done(1) is None and not os.path.exists(ckpt_dir) and os.path.isdir(baseline)
+    aside = os.path.join(tiny, "results", "sst_trials.other_run.json")
+    assert said == [
+        f"{path}: recorded by a run with another config or checkpoint: its trials are not "
+        f"reused (the record is kept as {aside})",
+        f"{ckpt_dir}: an unfinished trial of another run: removed, not resumed",
+    ]
+    assert json.loads(read(aside))["trials"]["1"] == {"info": {"trial": 1}}
+
+
 @pytest.mark.slow
 def test_finetuning_cli_errors_are_one_line(finetune_dir):
     line = error_line(_finetune(finetune_dir, {"task_names": ["sst"], "num_trials": "3"}))

@@ -5,13 +5,16 @@ Each finished trial is recorded, atomically, with everything the final results n
 (seed, steps, seconds), its metrics and label counts per task and split, and its predictions as
 the lines they are written as. The record belongs to one run: the config (but the number of
 trials and the logging and checkpoint intervals) and the pretrained checkpoint; a record of
-another is set aside, saying so. When every trial is done the results are written and the record
-and the trials' checkpoints are removed.
+another is set aside (`TASKS_trials.other_run.json`), saying so. The record is written before the
+first trial starts, so that a trial's checkpoints are known to be this run's: those of another
+run are removed, not resumed from. When every trial is done the results are written and the
+record and the trials' checkpoints are removed.
 """
 
 import contextlib
 import json
 import os
+import re
 import shutil
 from typing import Any, Callable, Optional
 
@@ -38,6 +41,7 @@ class TrialRecord:
         run = {k: v for k, v in config.to_dict().items() if k not in _FREE_KEYS}
         self.key = {"config": run, "init_checkpoint": checkpoint}
         self.trials: dict[str, Any] = {}
+        reused = False
         if os.path.exists(self.path):
             try:
                 d = read_json(self.path)
@@ -47,16 +51,38 @@ class TrialRecord:
                     "run every trial again"
                 ) from None
             if isinstance(d, dict) and _same(d.get("key"), self.key):
+                reused = True
                 self.trials = d.get("trials") or {}
                 if self.trials:
                     log(
                         f"{self.path}: trial(s) {', '.join(sorted(self.trials, key=int))} already done"
                     )
             else:
+                aside = self.path[: -len(".json")] + ".other_run.json"
+                os.replace(self.path, aside)
                 log(
                     f"{self.path}: recorded by a run with another config or checkpoint: its "
-                    "trials are not reused"
+                    f"trials are not reused (the record is kept as {aside})"
                 )
+        if not reused:
+            # an unfinished trial's checkpoints belong to the record's run: not resumed from
+            for directory in self._checkpoint_dirs():
+                log(f"{directory}: an unfinished trial of another run: removed, not resumed")
+                shutil.rmtree(directory)
+            # recorded before any trial writes a checkpoint: whose they are
+            write_json(self.path, {"key": self.key, "trials": self.trials})
+
+    def _checkpoint_dirs(self) -> list:
+        c = self.config
+        sentinel = 987654321  # run_dir's name for trial N, with N matching any number
+        parent, name = os.path.split(
+            c.run.trial_checkpoint_dir(c.task_names, sentinel, c.random_init)
+        )
+        if not os.path.isdir(parent):
+            return []
+        pattern = re.escape(name).replace(str(sentinel), r"\d+")
+        found = [f for f in os.listdir(parent) if re.fullmatch(pattern, f)]
+        return [os.path.join(parent, f) for f in sorted(found)]
 
     def done(self, trial: int) -> Optional[dict]:
         return self.trials.get(str(trial))
