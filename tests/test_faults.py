@@ -971,6 +971,20 @@ def test_finetuning_cli_errors_are_one_line(finetune_dir):
 # -- 6. Ctrl-C ------------------------------------------------------------------------------------
 
 
+def test_ctrl_c_is_recorded_once_and_a_second_one_stops_at_once():
+    from electra_tf.train.preemption import StopSignal
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+            assert stop.received == signal.SIGINT  # recorded: the loop saves and exits
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+
+
 @pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_exits_non_zero(data_dir):
     hp = {**TINY_RUN, "num_train_steps": 1000, "save_checkpoints_steps": 1000}
