@@ -19,7 +19,9 @@ import tensorflow as tf
 from electra_tf.errors import UserError, disk_full_error, is_disk_full, tf_message
 
 CHECKPOINT_NAME = "ckpt"  # tf.train.CheckpointManager's prefix: DIR/ckpt-STEP.index, .data-*
-_FILE = re.compile(r"^(.+-\d+)\.(index|data-\d{5}-of-\d{5})$")
+# a checkpoint's files: PREFIX.index, PREFIX.data-I-of-N (PREFIX: ckpt-STEP, or any name, e.g.
+# the "ckpt" of a kept fine-tuned model, "model.ckpt-1000000" of an original release)
+_FILE = re.compile(r"^(.+)\.(index|data-\d{5}-of-\d{5})$")
 # what reading a damaged checkpoint raises (IndexError: "Read less bytes than requested")
 READ_ERRORS = (tf.errors.OpError, IndexError, ValueError)
 _warned: set = set()

@@ -1,13 +1,15 @@
 """The estimator-style pretraining loop.
 
-A `Trainer` owns one run directory (`model_dir`), locked for its process (the chief's, in a
-multi-worker run: `run_dir.RunDirectory.lock`). Re-running the same command resumes from the
+A `Trainer` owns one run directory (`model_dir`), locked while it trains or evaluates (by the
+chief, in a multi-worker run: `run_dir.RunDirectory.lock`; a live holder stops the constructor
+already). Re-running the same command resumes from the
 latest complete checkpoint (see `electra_tf.train.checkpointing`); the step's randomness is a
 pure function of (seed, step, data), so a resumed run continues exactly as an uninterrupted one
 would. SIGTERM and SIGINT (Ctrl-C) save a checkpoint and exit with 128 + the signal's number; a
 damaged shard ends the run with one line naming it (`train.inputs`).
 """
 
+import functools
 import os
 import signal
 from typing import Dict, Optional
@@ -29,6 +31,21 @@ from electra_tf.train.preemption import StopSignal
 from electra_tf.train.progress import ProgressLog, log, write_scalars
 from electra_tf.train.step import TrainStep, eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
+
+
+def _holding_lock(method):
+    """A `Trainer` method run holding the run directory's lock (the chief's), released after."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        lock = self.run.lock(log) if self.layout.is_chief else None
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    return run
 
 
 def steps_in_call(step: int, last: int, iterations: int, log_every: int, save_every: int) -> int:
@@ -83,8 +100,10 @@ class Trainer:
                 f"{self.layout.num_replicas} replicas x {accum} accumulation steps"
             )
         c.model_configs(self.vocab_size)  # an impossible model config stops before the lock
-        # one writer per run directory; non-chief workers write only to their scratch dirs
-        self.lock = self.run.lock(log) if self.layout.is_chief else None
+        # one writer per run directory (non-chief workers write only to their scratch dirs): a
+        # live holder stops the run here; `_holding_lock` holds it while training or evaluating
+        if self.layout.is_chief:
+            self.run.lock(log).release()
         keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
         o = c.optimizer
         with self.strategy.scope():
@@ -152,6 +171,7 @@ class Trainer:
         )
         self.run.copy_vocab(self.config.paths.vocab_file)
 
+    @_holding_lock
     def train(self) -> Dict[str, float]:
         """Trains to `num_train_steps` (resuming if the run has a checkpoint); returns the
         training summary ({} when it had already finished)."""
@@ -243,6 +263,7 @@ class Trainer:
         log(f"saved {ckpt.latest}")
         return self.train_summary
 
+    @_holding_lock
     def evaluate(
         self, tfrecords: Optional[str] = None, checkpoint: Optional[str] = None
     ) -> Dict[str, float]:
