@@ -6,7 +6,14 @@ python build_pretraining_dataset.py --corpus_dir=data/corpus --vocab_file=data/v
 
 The corpus is one sentence per line with blank lines between documents
 (--blanks_separate_docs=false: each file is one document). Writes pretrain_data.tfrecord-I-of-N,
-dataset_info.json and token_counts.txt.
+dataset_info.json and token_counts.txt: the shards under temporary names until all are written,
+dataset_info.json last. Re-running the same command after a crash (the directory still holds
+.build_incomplete) replaces what the crashed build left and gives the same dataset.
+
+python build_pretraining_dataset.py --index_only=true --output_dir=DIR --vocab_file=V \
+    --max_seq_length=128
+writes a dataset_info.json for TFRecords made elsewhere (the original's builder), which the
+trainer requires.
 """
 
 import glob
@@ -34,6 +41,9 @@ flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (BERT uncase
 flags.DEFINE_bool("strip_accents", True, "Strip accents (only when lower-casing).")
 flags.DEFINE_integer("seed", 0, "Seed of every random choice (reproducible output).")
 flags.DEFINE_bool("overwrite", False, "Replace the TFRecords already in --output_dir.")
+flags.DEFINE_bool(
+    "index_only", False, "Only write dataset_info.json for the TFRecords in --output_dir."
+)
 
 
 def _quick_checks() -> None:
@@ -45,7 +55,11 @@ def _quick_checks() -> None:
     if "://" not in vocab_file and not os.path.isfile(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")
     existing = glob.glob(os.path.join(glob.escape(output_dir), "pretrain_data.tfrecord*"))
-    if "://" not in output_dir and existing and not FLAGS.overwrite:
+    # a build that did not finish left its marker and no dataset_info.json: a re-run replaces it
+    interrupted = os.path.exists(os.path.join(output_dir, ".build_incomplete")) and not (
+        os.path.exists(os.path.join(output_dir, "dataset_info.json"))
+    )
+    if "://" not in output_dir and existing and not FLAGS.overwrite and not interrupted:
         raise UserError(
             f"output_dir {output_dir} already holds {len(existing)} pretrain_data.tfrecord* files; "
             "pass --overwrite=true to replace them"
@@ -55,9 +69,21 @@ def _quick_checks() -> None:
 def main(argv) -> None:
     if len(argv) > 1:
         raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+    required = ("vocab_file", "output_dir") + (() if FLAGS.index_only else ("corpus_dir",))
     for name in ("corpus_dir", "vocab_file", "output_dir"):
-        if not FLAGS[name].value:
+        if name in required and not FLAGS[name].value:
             raise UserError(f"--{name} is required")
+    if FLAGS.index_only:
+        from electra_tf import pretraining_data
+
+        pretraining_data.index_dataset(
+            FLAGS.output_dir,
+            FLAGS.vocab_file,
+            FLAGS.max_seq_length,
+            do_lower_case=FLAGS.do_lower_case,
+            overwrite=FLAGS.overwrite,
+        )
+        return
     _quick_checks()
     from electra_tf import pretraining_data
 

@@ -25,7 +25,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf import run_dir
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, tf_message
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Entries of original checkpoints that no network of this project holds.
@@ -241,6 +241,22 @@ def restore_discriminator(encoder, path: str) -> str:
     project (pretraining or fine-tuning), an original TF1 one or a Hugging Face directory (the
     encoder of any of its architectures; a pair's discriminator); returns the prefix used."""
     prefix = run_dir.resolve_checkpoint(path)
+    try:
+        _restore_discriminator(encoder, prefix)
+    except tf.errors.OpError as e:  # a flipped byte, a file cut short: TensorFlow's checksums
+        raise damaged_checkpoint(prefix, e) from None
+    return prefix
+
+
+def damaged_checkpoint(prefix: str, e: Exception) -> UserError:
+    """The one line for a checkpoint whose files do not read back."""
+    return UserError(
+        f"{prefix}: the checkpoint does not read back ({tf_message(e)}): it is damaged; use "
+        "another one (an earlier checkpoint of its run)"
+    )
+
+
+def _restore_discriminator(encoder, prefix: str) -> None:
     if run_dir.huggingface_dirs(prefix):
         from electra_tf.huggingface.checkpoint import encoder_reader
 
@@ -251,7 +267,6 @@ def restore_discriminator(encoder, path: str) -> str:
         restore_objects(roots, prefix, encoder.weights, what="discriminator encoder")
     else:
         restore_by_name(encoder.weights, prefix, what="discriminator encoder")
-    return prefix
 
 
 def warm_start(model, path: str) -> Tuple[int, List[str]]:
@@ -260,6 +275,13 @@ def warm_start(model, path: str) -> Tuple[int, List[str]]:
     "DISC_DIR,GEN_DIR" for both networks); returns (count restored, paths not restored). Shape
     mismatches raise."""
     prefix = run_dir.resolve_checkpoint(path)
+    try:
+        return _warm_start(model, prefix)
+    except tf.errors.OpError as e:
+        raise damaged_checkpoint(prefix, e) from None
+
+
+def _warm_start(model, prefix: str) -> Tuple[int, List[str]]:
     if run_dir.huggingface_dirs(prefix):
         from electra_tf.huggingface.checkpoint import pretrainer_reader
         from electra_tf.huggingface.names import UNTIED_OUTPUT

@@ -6,7 +6,7 @@ import os
 import shutil
 from typing import Any, Callable, Optional
 
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, disk_full_error, is_disk_full
 
 CACHE_DIR_ENV = "ELECTRA_TF_CACHE_DIR"
 
@@ -40,14 +40,22 @@ def read_json(path: str) -> Any:
 
 
 def write_atomically(path: str, write: Callable[[Any], None], mode: str = "w") -> None:
-    """Calls `write(file)` on a temporary file beside `path`, then renames it to `path`."""
+    """Calls `write(file)` on a temporary file beside `path`, then renames it to `path`. A disk
+    that is full (or a file-size limit) is a `UserError` naming `path`, which is left as it was."""
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     try:
+        os.makedirs(directory, exist_ok=True)
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        kept = f"{path} is as it was" if os.path.exists(path) else None
+        raise disk_full_error(path, e, kept) from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

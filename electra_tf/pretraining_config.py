@@ -37,6 +37,9 @@ class RunHparams:
     do_eval: bool = False
     eval_batch_size: int = 128
     shuffle_buffer_size: int = hparam(100, help="records shuffled in training (the original's)")
+    skip_corrupt_records: bool = hparam(
+        False, help="skip a damaged shard's rest (counted) instead of stopping with its name"
+    )
     num_eval_steps: int = 100
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5

@@ -9,10 +9,13 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
     eval_results.json      the last evaluation
     electra_mlm_results.json   score_electra_mlm.py's scores (paper appendix G)
     train/, eval/          TensorBoard summaries
-    results/TASK.json, results/TASK_SPLIT_predictions*.tsv      fine-tuning results
+    results/TASK.json, results/TASK_SPLIT_predictions*.tsv      fine-tuning results (and
+                            TASKS_trials.json: the trials a run has finished, until all have)
     results_random_init/   the same for the no-pretraining baseline
     finetuning_models/TASKS_model_TRIAL/   kept fine-tuned models: ckpt.*, config.json
                             ({"kind": "finetuning", ...}), vocab.txt
+    finetuning_checkpoints/TASKS_trial_TRIAL/   an unfinished trial's checkpoints
+    run.lock, finetuning_TASK.lock   the process pretraining, fine-tuning TASK (`run_lock`)
 
 and a checkpoint found anywhere else (an original google-research release, an exported
 original-layout directory) is described by a `bert_config.json` or `config.json` beside it or in
@@ -21,18 +24,20 @@ the directory above. `read_run_config` reads any of these formats into one `RunC
 A Hugging Face directory (`save_pretrained`'s layout) is a checkpoint too: `config.json` with a
 `model_type` ("electra"), `model.safetensors` (or its sharded index), and optionally `vocab.txt`
 (or `tokenizer.json`, which transformers 5 writes instead), `tokenizer_config.json`
-(`do_lower_case`) and `special_tokens_map.json`. Two of them joined by a
-comma, "DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`).
+(`do_lower_case`) and `special_tokens_map.json`. Two of them joined by a comma,
+"DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`).
 """
 
 import dataclasses
+import json
 import os
-import re
+import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from electra_tf.errors import UserError
-from electra_tf.io_utils import copy_file_atomically, read_json, write_json
+from electra_tf.io_utils import copy_file_atomically, read_json, write_atomically, write_json
 from electra_tf.model_config import ModelConfig
+from electra_tf.run_lock import RunLock
 
 CONFIG_FILE = "config.json"
 BERT_CONFIG_FILE = "bert_config.json"
@@ -54,6 +59,7 @@ HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of voca
 HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
 HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
+LOCK_FILE = "run.lock"
 # what a run's config.json holds beside the flat hparams
 _RUN_KEYS = ("kind", "model_config", "generator_config", "num_replicas", "flops_per_step")
 
@@ -160,10 +166,6 @@ def write_run_config(
 # -- checkpoints --------------------------------------------------------------------------------
 
 
-def _number(prefix: str) -> int:
-    return int(re.search(r"(\d*)$", prefix).group(1) or -1)
-
-
 def _is_huggingface_dir(path: str) -> bool:
     config = os.path.join(path, CONFIG_FILE)
     if not (os.path.isdir(path) and os.path.exists(config)):
@@ -203,20 +205,20 @@ def huggingface_dirs(path: str) -> Optional[List[str]]:
 
 
 def find_checkpoint(path: str) -> Optional[str]:
-    """A checkpoint prefix from a prefix or a directory (its latest checkpoint; without a
-    `checkpoint` state file, the highest-numbered prefix in it), or None. A Hugging Face
-    directory (or pair, `huggingface_dirs`) is returned as it is."""
+    """A checkpoint prefix from a prefix or a directory (its latest complete checkpoint: the
+    state file's, else the highest-numbered; incomplete ones are skipped with a warning), or
+    None. A Hugging Face directory (or pair, `huggingface_dirs`) is returned as it is."""
     import tensorflow as tf
 
+    from electra_tf import checkpoint_files
+
     if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest is not None and tf.io.gfile.exists(latest + ".index"):
-            return latest
-        prefixes = [f[: -len(".index")] for f in os.listdir(path) if f.endswith(".index")]
-        if not prefixes:
-            return path if huggingface_dirs(path) else None
-        return os.path.join(path, max(prefixes, key=lambda p: (_number(p), p)))
+        found = checkpoint_files.newest_complete(path, lambda m: print(m, file=sys.stderr))
+        return found or (path if huggingface_dirs(path) else None)
     if tf.io.gfile.exists(path + ".index"):
+        why = checkpoint_files.checkpoint_problem(path)
+        if why is not None:
+            raise UserError(f"{path}: not a complete checkpoint: {why}")
         return path
     return path if "," in path and huggingface_dirs(path) else None
 
@@ -310,11 +312,12 @@ class RunDirectory:
     def results_dir(self, random_init: bool = False) -> str:
         return os.path.join(self.path, "results_random_init" if random_init else "results")
 
-    def finetuned_model_dir(
-        self, task_names: Sequence[str], trial: int, random_init: bool = False
-    ) -> str:
-        name = f"{'_'.join(task_names)}_model_{trial}" + ("_random_init" if random_init else "")
-        return os.path.join(self.path, "finetuning_models", name)
+    def _trial(self, where: str, task_names: Sequence[str], what: str, trial: int, random_init):
+        name = f"{'_'.join(task_names)}_{what}_{trial}" + ("_random_init" if random_init else "")
+        return os.path.join(self.path, where, name)
+
+    def finetuned_model_dir(self, task_names: Sequence[str], trial: int, random_init=False) -> str:
+        return self._trial("finetuning_models", task_names, "model", trial, random_init)
 
     def kept_checkpoint_prefix(
         self, task_names: Sequence[str], trial: int, random_init: bool = False
@@ -322,6 +325,16 @@ class RunDirectory:
         return os.path.join(
             self.finetuned_model_dir(task_names, trial, random_init), KEPT_CHECKPOINT
         )
+
+    def finetuning_state_path(self, task_names: Sequence[str], random_init: bool = False) -> str:
+        return os.path.join(self.results_dir(random_init), f"{'_'.join(task_names)}_trials.json")
+
+    def trial_checkpoint_dir(self, task_names: Sequence[str], trial: int, random_init=False) -> str:
+        return self._trial("finetuning_checkpoints", task_names, "trial", trial, random_init)
+
+    def lock(self, log=print):
+        """Holds the directory for this process (`electra_tf.run_lock`): a second writer stops."""
+        return RunLock.acquire(os.path.join(self.path, LOCK_FILE), "run directory", log)
 
     def exists(self) -> bool:
         return os.path.isdir(self.path)
@@ -369,10 +382,6 @@ class RunDirectory:
     ) -> str:
         """A QA predictions or null-odds file in the official evaluation scripts' layout
         (insertion order, non-ASCII kept, indent 1), atomically."""
-        import json
-
-        from electra_tf.io_utils import write_atomically
-
         path = os.path.join(self.results_dir(random_init), filename)
         write_atomically(path, lambda f: json.dump(obj, f, ensure_ascii=False, indent=1))
         return path
@@ -381,8 +390,6 @@ class RunDirectory:
         self, filename: str, predictions: Sequence[Tuple[Any, str]], random_init: bool = False
     ) -> str:
         """`id<TAB>prediction` lines with a header, atomically."""
-        from electra_tf.io_utils import write_atomically
-
         path = os.path.join(self.results_dir(random_init), filename)
 
         def write(f):

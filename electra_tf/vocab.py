@@ -19,9 +19,15 @@ BERT_UNCASED_SPECIAL_IDS = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
 def load_vocab(vocab_file: str) -> Dict[str, int]:
     """Reads a vocab file (one token per line, id = line index) into an ordered dict."""
     vocab = collections.OrderedDict()
-    with open(vocab_file, "r", encoding="utf-8") as f:
-        for index, line in enumerate(f):
-            token = line.strip()
+    with open(vocab_file, "rb") as f:
+        for index, raw in enumerate(f):
+            try:
+                token = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise UserError(
+                    f"{vocab_file}: line {index + 1}: not UTF-8 ({e.reason} at byte {e.start}): "
+                    "a vocab file is UTF-8 text, one token per line"
+                ) from None
             vocab[token] = index
     return vocab
 

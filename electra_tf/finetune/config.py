@@ -40,6 +40,12 @@ class GeneralHparams:
     do_eval: bool = True
     keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
     seed: Optional[int] = hparam(None, help="None: nondeterministic; trial t uses seed + t")
+    deterministic: bool = hparam(
+        False, help="with a seed: op determinism, dropout seeds from (seed, step): exact resumes"
+    )
+    save_checkpoints_steps: int = hparam(
+        1000, help="a trial's checkpoint interval in steps (a re-run resumes from the newest)"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,10 +109,9 @@ class PathHparams:
 @dataclasses.dataclass(frozen=True)
 class CompatHparams:
     """Keys of the original's hparams files that have no effect here (features are built in
-    memory, checkpoints are kept per trial, there is no TPU loop)."""
+    memory, there is no TPU loop)."""
 
     log_examples: bool = hparam(False, compat=True)
-    save_checkpoints_steps: int = hparam(1000000, compat=True)
     iterations_per_loop: int = hparam(1000, compat=True)
     use_tfrecords_if_existing: bool = hparam(True, compat=True)
     n_writes_test: int = hparam(5, compat=True)
@@ -197,6 +202,8 @@ class FinetuningConfig:
             object.__setattr__(self, name, section)
         if not self.task_names:
             raise UserError("task_names is empty")
+        if not all(isinstance(t, str) for t in self.task_names):
+            raise UserError(f"hparam task_names: expected names (strings), got {self.task_names}")
         self._validate()
 
     def __getattr__(self, key: str) -> Any:
@@ -295,6 +302,10 @@ class FinetuningConfig:
             raise UserError(f"num_train_epochs must be >= 0, got {self.num_train_epochs}")
         if not 0 <= self.warmup_proportion <= 1:
             raise UserError(f"warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
+        if self.save_checkpoints_steps < 1:
+            raise UserError(
+                f"save_checkpoints_steps must be >= 1, got {self.save_checkpoints_steps}"
+            )
         if self.num_trials < 1:
             raise UserError(f"num_trials must be >= 1, got {self.num_trials}")
         if not self.do_train and not self.do_eval:

@@ -59,12 +59,14 @@ class FinetuningModel(keras.Model):
         self.encoder = encoder
         self.task_heads = TaskHeads(heads)
 
-    def call(self, features, training=False):
+    def call(self, features, training=False, dropout_seed=None):
+        # dropout_seed: the encoder's stateless dropout seed (None: drawn from the global RNG)
         seq = self.encoder(
             features["input_ids"],
             features["input_mask"],
             features["segment_ids"],
             training=training,
+            dropout_seed=dropout_seed,
         )
         outputs = self.task_heads(seq, features, training=training)
         losses = tf.stack([outputs[n]["loss"] for n in self.task_names], axis=-1)

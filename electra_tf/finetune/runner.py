@@ -10,6 +10,12 @@ Outputs under `DATA_DIR/models/MODEL_NAME/results/` (`results_random_init/` with
     trial t > 1 writes `<task>_<split>_predictions_trial<t>.tsv` as well.
 With keep_all_models, each trial's model is kept in `finetuning_models/<tasks>_model_<trial>/`:
 `ckpt.*`, a config.json of kind "finetuning" and the vocab (`export_model.py` reads them).
+
+A run holds its tasks' locks in the model directory (`trials.lock_tasks`). Each finished trial is
+recorded in `results/<tasks>_trials.json` (`trials.TrialRecord`) and an unfinished one keeps
+checkpoints in `finetuning_checkpoints/<tasks>_trial_<trial>/` (`trainer.train`): re-running the
+same command after a crash skips the finished trials and resumes the unfinished one; both are
+removed once the results are written.
 """
 
 import dataclasses
@@ -21,7 +27,7 @@ from typing import Any, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf import run_dir
+from electra_tf import run_dir, vocab
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import (
@@ -44,6 +50,7 @@ from electra_tf.finetune.registry import get_tasks
 from electra_tf.finetune.scorers import majority_class_accuracy
 from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.trainer import score, train
+from electra_tf.finetune.trials import TrialRecord, lock_tasks
 from electra_tf.model_config import ModelConfig
 
 
@@ -143,10 +150,13 @@ def check_model_fits(config: FinetuningConfig, model_config: ModelConfig, vocab_
 
 
 def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
-    """Trains and scores; returns {task: results dict}. Writes results only after success."""
+    """Trains and scores; returns {task: results dict}. Writes results only after success: each
+    finished trial is recorded, so that re-running after a crash skips it and resumes the
+    unfinished one from its checkpoint (`trials`, `trainer.train`)."""
     # resolved up front: the tasks, the results and a kept model's config.json record it
     config = config.with_hparams(vocab_file=resolve_vocab_file(config))
     tokenizer = make_tokenizer(config.vocab_file, config.do_lower_case)
+    vocab.special_token_ids(tokenizer.vocab, config.vocab_file, ("cls", "sep"))  # every kind's
     tasks = get_tasks(config, tokenizer)
 
     checkpoint = find_init_checkpoint(config)
@@ -164,68 +174,37 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
         config = config.with_hparams(max_seq_length=positions)
         tasks = get_tasks(config, tokenizer)
     check_model_fits(config, model_config, len(tokenizer.vocab))
-    data = read_data(config, tasks)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # one writer per task of a model directory (its results and kept models), from here on
+    with lock_tasks(config, log):
+        return _train_and_score(config, tasks, checkpoint, model_config)
 
+
+def _train_and_score(
+    config: FinetuningConfig, tasks: list[Task], checkpoint: Optional[str], model_config
+) -> dict[str, Any]:
+    """Every trial not already done (`TrialRecord`), then the results."""
+    data = read_data(config, tasks)
     dummy = dummy_batch(data.spec)
     trial_results: dict[str, list[dict[str, dict[str, float]]]] = {t.name: [] for t in tasks}
     trial_info: list[dict[str, Any]] = []
     predictions: dict[str, list[tuple[str, list]]] = {}
     label_counts: dict[str, list[dict[str, Any]]] = {t.name: [] for t in tasks}
+    record = TrialRecord(config, checkpoint, log)
     for trial in range(1, config.num_trials + 1):
-        seed = config.trial_seed(trial)
-        if seed is not None:
-            keras.utils.set_random_seed(seed)
-        model, _ = build_model(model_config, [t.make_head() for t in tasks], dummy)
-        if checkpoint is not None:
-            restore_encoder(model, checkpoint)
-            log(f"trial {trial}: loaded the discriminator encoder from {checkpoint}")
-        elif config.random_init:
-            log(f"trial {trial}: random_init: the encoder starts from random weights")
-        info: dict[str, Any] = {"trial": trial, "seed": seed}
-        if config.do_train and data.steps > 0:
-            log(
-                f"trial {trial}: training {data.steps} steps on {data.n_train} examples "
-                f"({', '.join(config.task_names)})"
-            )
-            info.update(train(model, data.train_features, config, data.steps, seed))
-        if config.keep_all_models:
-            keep_model(config, model, model_config, trial)
-        per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
-        counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}
-        # partials, not lambdas: TensorFlow counts traces per code object, so one lambda traced
-        # once per trial would set off its "excessive retracing" warning from the fifth trial
-        fns = {
-            t.name: tf.function(functools.partial(model.predict_task, task_name=t.name))
-            for t in tasks
-        }
-        for task, split, examples, feats in data.eval_sets:
-            results, preds, scorer = score(
-                fns[task.name], task, split, examples, feats, config.eval_batch_size
-            )
-            if split not in task.test_splits():
-                per_task[task.name][split] = results
-                log(
-                    f"trial {trial} {task.name} {split}: "
-                    + ", ".join(f"{k} {v:.2f}" for k, v in results.items())
-                )
-                c = scorer.label_counts()
-                if c is not None:
-                    counts[task.name][split] = c
-                    label, acc = majority_class_accuracy(c["gold"])
-                    log(
-                        f"trial {trial} {task.name} {split}: predicted "
-                        + ", ".join(f"{k}: {v}" for k, v in c["predicted"].items())
-                        + "; gold "
-                        + ", ".join(f"{k}: {v}" for k, v in c["gold"].items())
-                        + f" (always answering {label} scores {acc:.2f})"
-                    )
-            suffix = "" if trial == 1 else f"_trial{trial}"
-            predictions[f"{task.name}_{split}_predictions{suffix}.tsv"] = preds
+        done = record.done(trial)
+        if done is None:
+            done = run_trial(config, tasks, data, model_config, checkpoint, dummy, trial)
+            done = record.record(trial, done)
+        else:
+            record.remove_checkpoints(trial)
         for t in tasks:
-            trial_results[t.name].append(per_task[t.name])
-            if counts[t.name]:
-                label_counts[t.name].append(counts[t.name])
-        trial_info.append(info)
+            trial_results[t.name].append(done["per_task"][t.name])
+            if done["counts"][t.name]:
+                label_counts[t.name].append(done["counts"][t.name])
+        trial_info.append(done["info"])
+        predictions.update({k: [tuple(p) for p in v] for k, v in done["predictions"].items()})
 
     # everything succeeded: write (each file atomically)
     out = {}
@@ -246,5 +225,72 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
         out[task.name] = result
     for filename, preds in predictions.items():
         config.run.write_predictions(filename, preds, config.random_init)
+    record.finish()
     log(f"results written to {config.results_dir}")
     return out
+
+
+def run_trial(
+    config: FinetuningConfig,
+    tasks: list[Task],
+    data: RunData,
+    model_config: ModelConfig,
+    checkpoint: Optional[str],
+    dummy: dict,
+    trial: int,
+) -> dict[str, Any]:
+    """Builds, trains (resuming from the trial's checkpoints) and scores one trial; what the
+    results need of it, as JSON (predictions as the strings they are written as)."""
+    seed = config.trial_seed(trial)
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
+    model, _ = build_model(model_config, [t.make_head() for t in tasks], dummy)
+    if checkpoint is not None:
+        restore_encoder(model, checkpoint)
+        log(f"trial {trial}: loaded the discriminator encoder from {checkpoint}")
+    elif config.random_init:
+        log(f"trial {trial}: random_init: the encoder starts from random weights")
+    info: dict[str, Any] = {"trial": trial, "seed": seed}
+    if config.do_train and data.steps > 0:
+        log(
+            f"trial {trial}: training {data.steps} steps on {data.n_train} examples "
+            f"({', '.join(config.task_names)})"
+        )
+        ckpt_dir = config.run.trial_checkpoint_dir(config.task_names, trial, config.random_init)
+        info.update(train(model, data.train_features, config, data.steps, seed, ckpt_dir, trial))
+    if config.keep_all_models:
+        keep_model(config, model, model_config, trial)
+    per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
+    counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}
+    predictions: dict[str, list[list[str]]] = {}
+    # partials, not lambdas: TensorFlow counts traces per code object, so one lambda traced
+    # once per trial would set off its "excessive retracing" warning from the fifth trial
+    fns = {
+        t.name: tf.function(functools.partial(model.predict_task, task_name=t.name)) for t in tasks
+    }
+    for task, split, examples, feats in data.eval_sets:
+        results, preds, scorer = score(
+            fns[task.name], task, split, examples, feats, config.eval_batch_size
+        )
+        if split not in task.test_splits():
+            per_task[task.name][split] = results
+            log(
+                f"trial {trial} {task.name} {split}: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in results.items())
+            )
+            c = scorer.label_counts()
+            if c is not None:
+                counts[task.name][split] = c
+                label, acc = majority_class_accuracy(c["gold"])
+                log(
+                    f"trial {trial} {task.name} {split}: predicted "
+                    + ", ".join(f"{k}: {v}" for k, v in c["predicted"].items())
+                    + "; gold "
+                    + ", ".join(f"{k}: {v}" for k, v in c["gold"].items())
+                    + f" (always answering {label} scores {acc:.2f})"
+                )
+        suffix = "" if trial == 1 else f"_trial{trial}"
+        predictions[f"{task.name}_{split}_predictions{suffix}.tsv"] = [
+            [f"{eid}", f"{p}"] for eid, p in preds
+        ]
+    return {"info": info, "per_task": per_task, "counts": counts, "predictions": predictions}

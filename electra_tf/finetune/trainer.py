@@ -1,7 +1,19 @@
 """Training and prediction of the multi-task model: ELECTRA AdamW with layer-wise learning rates
 over shuffled multi-task batches (a step's loss is the batch SUM, as the original), and
-fixed-size batches through a traced head for scoring."""
+fixed-size batches through a traced head for scoring.
 
+A trial checkpoints every `save_checkpoints_steps` (and on SIGTERM / Ctrl-C, before exiting with
+128 + the signal's number) into its directory: the model, the optimizer's slots and counter, the
+step, the data order's seed and the seconds trained so far. The data's position is a function of
+the step (the seeded shuffle replays, and a resumed trial skips the examples already seen), so a
+re-run continues the trial where it stopped; in `deterministic` mode (op determinism, dropout
+seeds from (trial seed, step), Keras dropout's generator state in the checkpoint) it then
+computes exactly what an uninterrupted trial does. A non-finite loss stops the trial, naming the
+step; no checkpoint is written after it.
+"""
+
+import random
+import signal
 import time
 from collections.abc import Callable
 from typing import Any, Optional
@@ -9,27 +21,29 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import checkpoint_files
+from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import Features, pad_rows
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.task import Task
-from electra_tf.optimization import ElectraSchedule, layerwise_lr_multipliers, make_optimizer
+from electra_tf.optimization import (
+    ElectraAdamW,
+    ElectraSchedule,
+    layerwise_lr_multipliers,
+    make_optimizer,
+)
+from electra_tf.train.preemption import StopSignal
+
+KEEP_CHECKPOINTS = 2  # a trial's newest two: the older one if the newest is broken
 
 
 def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def train(
-    model: FinetuningModel,
-    train_features: Features,
-    config: FinetuningConfig,
-    steps: int,
-    seed: Optional[int],
-) -> dict[str, float]:
-    """Trains `model` for `steps` batches of `train_features` (shuffled with `seed`); returns
-    the step count and the seconds taken."""
+def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> ElectraAdamW:
     n_layers = model.model_config.num_hidden_layers
     variables = model.trainable_variables
     multipliers = None
@@ -39,7 +53,7 @@ def train(
         )
     warmup = steps * config.warmup_proportion  # a float, as the original's
     schedule = ElectraSchedule(config.learning_rate, max(steps, 1), warmup)
-    optimizer = make_optimizer(
+    return make_optimizer(
         config.optimizer,
         schedule,
         variables,
@@ -47,40 +61,121 @@ def train(
         clip_norm=config.clip_norm,
         lr_multipliers=multipliers,
     )
+
+
+def train(
+    model: FinetuningModel,
+    train_features: Features,
+    config: FinetuningConfig,
+    steps: int,
+    seed: Optional[int],
+    checkpoint_dir: Optional[str] = None,
+    trial: int = 1,
+) -> dict[str, float]:
+    """Trains `model` for `steps` batches of `train_features` (shuffled with `seed`), resuming
+    from the newest complete checkpoint in `checkpoint_dir` (None: no checkpoints); returns the
+    step count and the seconds taken (over every part of a resumed trial)."""
+    variables = model.trainable_variables
+    optimizer = _optimizer(model, config, steps)
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    # the shuffle's seed: the trial's, or drawn once and kept in the checkpoint
+    data_seed = tf.Variable(seed if seed is not None else random.randrange(2**31), tf.int64)
+    seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+    rng_states = [v for v in model.variables if "seed_generator_state" in v.path]
+    state = tf.train.Checkpoint(
+        model=model, optimizer=optimizer, step=step, data_seed=data_seed, seconds=seconds,
+        rng_states=rng_states,
+    )  # fmt: skip
+    manager = None
+    if checkpoint_dir is not None:
+        manager = tf.train.CheckpointManager(
+            state,
+            checkpoint_dir,
+            KEEP_CHECKPOINTS,
+            checkpoint_name=checkpoint_files.CHECKPOINT_NAME,
+        )
+        found, _ = checkpoint_files.restore_newest(
+            checkpoint_dir,
+            manager.checkpoints,
+            lambda p: state.restore(p).assert_existing_objects_matched(),
+            log,
+        )
+        if found:
+            log(f"trial {trial}: resumed from {found} at step {int(step.numpy())}")
+    start_step = int(step.numpy())
+    batch = config.train_batch_size
     n = len(train_features["input_ids"])
     ds = tf.data.Dataset.from_tensor_slices(train_features)
-    ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.batch(config.train_batch_size, drop_remainder=True).prefetch(2)
+    ds = ds.shuffle(n, seed=int(data_seed.numpy()), reshuffle_each_iteration=True).repeat()
+    if start_step:  # the examples the saved steps saw (the seeded shuffle replays them)
+        ds = ds.skip(start_step * batch)
+    ds = ds.batch(batch, drop_remainder=True).prefetch(2)
+    deterministic = bool(config.deterministic) and seed is not None
 
-    def step_fn(batch):
+    def step_fn(batch, step_number):
+        dropout_seed = None
+        if deterministic:  # stateless dropout seeds that a resumed trial draws again
+            dropout_seed = tf.stack(
+                [tf.constant(seed % (2**31 - 1), tf.int32), tf.cast(step_number, tf.int32)]
+            )
         with tf.GradientTape() as tape:
-            loss, _ = model(batch, training=True)
+            loss, _ = model(batch, training=True, dropout_seed=dropout_seed)
         grads = tape.gradient(loss, variables)
         # embedding gathers give IndexedSlices; the optimizer updates dense tensors
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         grads, _ = optimizer.clip(grads)
         optimizer.apply_gradients(grads)
+        step.assign_add(1)
         return loss
 
     jit = steps >= 300 if config.jit_compile is None else bool(config.jit_compile)
     step_fn = tf.function(step_fn, jit_compile=jit)
     start = last_t = time.time()
-    last_step, losses = 0, []
+    before = float(seconds.numpy())
+    last_step, losses = start_step, []
     every = max(1, int(config.log_every_steps))
+    save_every = max(1, int(config.save_checkpoints_steps))
     it = iter(ds)
-    for step in range(1, steps + 1):
-        losses.append(step_fn(next(it)))
-        if step % every == 0 or step == steps:
-            now = time.time()
-            recent = [float(x) for x in losses]
-            losses = []
-            log(
-                f"step {step}/{steps}  loss {np.mean(recent):.4f}  "
-                f"{(step - last_step) / max(now - last_t, 1e-9):.2f} steps/s"
-            )
-            last_t, last_step = now, step
-    seconds = time.time() - start
-    return {"train_steps": steps, "train_seconds": seconds}
+
+    def check(done: int) -> list[float]:
+        """The losses since the last check, as floats; a non-finite one stops the trial."""
+        values = [float(x) for x in losses]
+        for i, v in enumerate(values):
+            if not np.isfinite(v):
+                kept = manager.latest_checkpoint if manager else None
+                raise UserError(
+                    f"trial {trial}: non-finite loss ({v}) at step {done - len(values) + i + 1}; "
+                    f"the last good checkpoint is {kept or 'none'} (kept): lower the "
+                    "learning_rate, or check the data"
+                )
+        losses.clear()
+        return values
+
+    def save(done: int) -> None:
+        seconds.assign(before + time.time() - start)
+        checkpoint_files.save(manager, done)
+
+    with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
+        for s in range(start_step + 1, steps + 1):
+            losses.append(step_fn(next(it), tf.constant(s - 1, tf.int64)))
+            if s % every == 0 or s == steps:
+                recent = check(s)
+                now = time.time()
+                log(
+                    f"step {s}/{steps}  loss {np.mean(recent):.4f}  "
+                    f"{(s - last_step) / max(now - last_t, 1e-9):.2f} steps/s"
+                )
+                last_t, last_step = now, s
+            due = s % save_every == 0 and s < steps
+            if manager is not None and (due or stop.received is not None):
+                check(s)
+                save(s)
+            if stop.received is not None:
+                saved = f"saved a checkpoint at step {s}" if manager else f"stopped at step {s}"
+                log(f"trial {trial}: received signal {stop.received}: {saved}")
+                raise SystemExit(128 + int(stop.received))
+    seconds.assign(before + time.time() - start)
+    return {"train_steps": steps, "train_seconds": float(seconds.numpy())}
 
 
 def predict(

@@ -15,7 +15,7 @@ sha256, the tokenizer settings) and `token_counts.txt` (`dataset_info`); `layout
 The trainer checks a dataset (`tfrecord_check`, `dataset_info`) and reads it (`input_pipeline`).
 """
 
-from electra_tf.pretraining_data.builder import build_dataset
+from electra_tf.pretraining_data.builder import build_dataset, index_dataset
 from electra_tf.pretraining_data.corpus import (
     TOKENIZE_CHUNK_LINES,
     iter_file_examples,
@@ -60,6 +60,7 @@ __all__ = [
     "expand_file_patterns",
     "file_sha256",
     "find_dataset_info",
+    "index_dataset",
     "iter_examples",
     "iter_file_examples",
     "list_corpus_files",

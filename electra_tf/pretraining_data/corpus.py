@@ -2,6 +2,11 @@
 
 The corpus is one sentence per line with blank lines between documents; lines are tokenized in
 batches (`tokenizer.tokenize_to_ids`), which gives the same ids as one by one.
+
+Text that is not clean UTF-8 has one policy, replace and count: an invalid byte sequence becomes
+U+FFFD (Python's "replace"), and both U+FFFD and NUL are then dropped by the tokenizer's text
+cleaning (as BERT's `_clean_text`); the lines with either are counted (`stats`), and the build
+reports each file's count and first line, and the totals in dataset_info.json.
 """
 
 import glob
@@ -45,6 +50,29 @@ def list_corpus_files(corpus: str | Sequence[str]) -> list:
     return files
 
 
+def _open_binary(path: str) -> IO[bytes]:
+    return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
+
+
+def _decode(raw: bytes, path: str, lineno: int, stats: dict) -> str:
+    """One line as text (lines end at b"\n" only, which no UTF-8 sequence holds); invalid UTF-8
+    and NUL are counted in `stats` ("invalid_utf8_lines", "nul_lines", and per file the count
+    and first line under "files")."""
+    try:
+        line = raw.decode("utf-8")
+        bad = False
+    except UnicodeDecodeError:
+        line = raw.decode("utf-8", errors="replace")
+        bad = True
+    for key, hit in (("invalid_utf8_lines", bad), ("nul_lines", "\x00" in line)):
+        if hit:
+            stats[key] = stats.get(key, 0) + 1
+            per_file = stats.setdefault("files", {}).setdefault(path, {})
+            first = per_file.setdefault(key, [0, lineno])
+            first[0] += 1
+    return line
+
+
 def has_nonblank_line(files: Sequence[str]) -> bool:
     for path in files:
         with open_text(path) as f:
@@ -77,11 +105,11 @@ def iter_file_examples(
                 yield example
 
     chunk: list = []
-    with open_text(path) as f:
-        for line in f:
-            if stats is not None:
-                stats["lines"] = stats.get("lines", 0) + 1
-            line = line.strip()
+    stats = {} if stats is None else stats
+    with _open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            stats["lines"] = stats.get("lines", 0) + 1
+            line = _decode(raw, path, lineno, stats).strip()
             if line or blanks_separate_docs:
                 chunk.append(line)
                 if len(chunk) >= chunk_lines:

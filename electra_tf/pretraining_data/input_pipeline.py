@@ -38,6 +38,7 @@ def pretraining_dataset(
     seed: int | None = None,
     num_cpu_threads: int = 4,
     shuffle_buffer_size: int = 100,
+    skip_corrupt_records: bool = False,
 ) -> tf.data.Dataset:
     """The pretraining input pipeline of the original, as a tf.data.Dataset.
 
@@ -46,7 +47,8 @@ def pretraining_dataset(
     repeat, shuffle the files, interleave `cycle_length=min(num_cpu_threads, n_files)` files
     (deterministic when `seed` is given), shuffle records (`shuffle_buffer_size`). For evaluation:
     one pass in file order, no shuffling. Then parse, batch `batch_size` (per input pipeline,
-    drop_remainder) and prefetch.
+    drop_remainder) and prefetch. `skip_corrupt_records`: a shard's records from its first
+    corrupt or truncated one on are skipped (`tfrecord_check.scan_shards` counts them).
 
     Returns:
         A dataset of dicts {input_ids, input_mask, segment_ids}, int32 [batch_size, max_seq_length].
@@ -63,7 +65,7 @@ def pretraining_dataset(
         d = d.repeat()
         d = d.shuffle(buffer_size=len(files), seed=seed)
     d = d.interleave(
-        tf.data.TFRecordDataset,
+        _read_skipping_damage if skip_corrupt_records else tf.data.TFRecordDataset,
         cycle_length=min(num_cpu_threads, len(files)),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=(not is_training) or seed is not None,
@@ -73,17 +75,24 @@ def pretraining_dataset(
     if is_training:
         d = d.shuffle(buffer_size=shuffle_buffer_size, seed=seed)
 
+    d = d.batch(batch_size, drop_remainder=True)
+    d = d.map(lambda r: parse_records(r, max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+def _read_skipping_damage(path: tf.Tensor) -> tf.data.Dataset:
+    # TFRecordDataset moves on to its next file after a corrupt or truncated record, so that
+    # ignore_errors skips the rest of a damaged shard (and nothing else)
+    return tf.data.TFRecordDataset(path).ignore_errors()
+
+
+def parse_records(records: tf.Tensor, max_seq_length: int) -> dict:
+    """A batch of serialized records -> {input_ids, input_mask, segment_ids}, int32."""
     name_to_features = {
         name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURE_NAMES
     }
-
-    def parse(records: tf.Tensor) -> dict:
-        parsed = tf.io.parse_example(records, name_to_features)
-        return {name: tf.cast(parsed[name], tf.int32) for name in FEATURE_NAMES}
-
-    d = d.batch(batch_size, drop_remainder=True)
-    d = d.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-    return d.prefetch(tf.data.AUTOTUNE)
+    parsed = tf.io.parse_example(records, name_to_features)
+    return {name: tf.cast(parsed[name], tf.int32) for name in FEATURE_NAMES}
 
 
 def iter_examples(files: str | Sequence[str]) -> Iterable[dict]:

@@ -1,6 +1,11 @@
-"""One build job (one process): its corpus files -> its TFRecord shards, with progress lines."""
+"""One build job (one process): its corpus files -> its TFRecord shards, with progress lines.
+
+Shards are written under temporary names (`layout.temporary_name`); the builder renames them once
+every job has succeeded. A job that fails removes its temporary files (a full disk: one line
+naming the shard)."""
 
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -9,10 +14,11 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import tokenization
+from electra_tf.errors import disk_full_error, is_disk_full
 from electra_tf.pretraining_data.corpus import iter_file_examples
 from electra_tf.pretraining_data.encoding import ExampleSerializer
 from electra_tf.pretraining_data.example_builder import ExampleBuilder
-from electra_tf.pretraining_data.layout import output_file_names
+from electra_tf.pretraining_data.layout import output_file_names, temporary_name
 
 PROGRESS_EVERY_S = 10.0
 _COUNT_EVERY_IDS = 1 << 20  # ids collected before they are added to the token counts
@@ -63,11 +69,11 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
         for i, n in enumerate(output_file_names(s.output_dir, s.num_out_files))
         if i % s.num_jobs == job_id
     ]
-    writers = [tf.io.TFRecordWriter(n) for n in names]
     serialize = ExampleSerializer(vocab_size)
     counts = np.zeros(vocab_size, np.int64)
     pending: list = []
     stats = {"lines": 0}
+    records = [0] * len(names)
     num_examples = num_tokens = 0
     start = last_report = time.time()
 
@@ -81,12 +87,20 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
             flush=True,
         )
 
+    writers: list = []
+    current = names[0]
     try:
+        for n in names:
+            current = n
+            writers.append(tf.io.TFRecordWriter(temporary_name(n)))
         for path in job_files:
             for example in iter_file_examples(
                 path, builder, tokenizer, s.blanks_separate_docs, stats=stats
             ):
-                writers[num_examples % len(writers)].write(serialize(example))
+                k = num_examples % len(writers)
+                current = names[k]
+                writers[k].write(serialize(example))
+                records[k] += 1
                 num_examples += 1
                 length = sum(example.input_mask)
                 num_tokens += length
@@ -97,9 +111,23 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
                 if s.verbose and time.time() - last_report >= PROGRESS_EVERY_S:
                     last_report = time.time()
                     report()
-    finally:
-        for writer in writers:
+        for k, writer in enumerate(writers):
+            current = names[k]
             writer.close()
+    except BaseException as e:
+        for writer in writers:
+            try:
+                writer.close()
+            except tf.errors.OpError:
+                pass
+        for n in names:
+            if tf.io.gfile.exists(temporary_name(n)):
+                tf.io.gfile.remove(temporary_name(n))
+        if isinstance(e, Exception) and is_disk_full(e):
+            raise disk_full_error(
+                current, e, "nothing in the output directory was replaced"
+            ) from None
+        raise
     if pending:
         counts += np.bincount(pending, minlength=vocab_size)
     if s.verbose:
@@ -108,6 +136,8 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
         "num_examples": num_examples,
         "num_tokens": num_tokens,
         "num_lines": stats["lines"],
+        "records": dict(zip((os.path.basename(n) for n in names), records)),
+        "text_problems": {k: v for k, v in stats.items() if k != "lines"},
         "token_counts": counts,
         "tokenizer": type(tokenizer).__name__,
     }

@@ -1,4 +1,10 @@
-"""What a pretraining dataset directory holds: the one place that names its files."""
+"""What a pretraining dataset directory holds: the one place that names its files.
+
+A build writes each shard under a temporary name (`temporary_name`, hidden from the shards' glob)
+and renames it when the whole build has succeeded; `dataset_info.json` comes last. Until then the
+directory holds `BUILD_MARKER` (a build started here and has not finished: a re-run replaces what
+it left) and the build holds `LOCK_FILE` (`electra_tf.run_lock`).
+"""
 
 import os
 
@@ -7,6 +13,9 @@ DATASET_INFO_FILE = "dataset_info.json"
 TOKEN_COUNTS_FILE = "token_counts.txt"
 # a data_dir's TFRecord directory (`find_dataset_info` also looks there)
 TFRECORD_DIR = "pretrain_tfrecords"
+BUILD_MARKER = ".build_incomplete"  # build_pretraining_dataset.py spells it out too
+LOCK_FILE = ".build.lock"
+_TEMPORARY_SUFFIX = ".incomplete"
 
 
 def output_file_names(output_dir: str, num_out_files: int) -> list[str]:
@@ -15,3 +24,13 @@ def output_file_names(output_dir: str, num_out_files: int) -> list[str]:
         os.path.join(output_dir, f"{TFRECORD_PREFIX}-{i}-of-{num_out_files}")
         for i in range(num_out_files)
     ]
+
+
+def temporary_name(path: str) -> str:
+    """Where a shard is written until the build is complete: `.NAME.incomplete` beside it."""
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}{_TEMPORARY_SUFFIX}")
+
+
+def is_temporary(name: str) -> bool:
+    return name.startswith("." + TFRECORD_PREFIX) and name.endswith(_TEMPORARY_SUFFIX)

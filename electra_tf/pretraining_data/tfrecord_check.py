@@ -1,14 +1,21 @@
-"""`check_tfrecords`: a dataset's first records against the schema, before training starts."""
+"""`check_tfrecords`: a dataset's first records against the schema, before training starts;
+`scan_shards`: every record of the shards, to find (after a read error, or with
+skip_corrupt_records) which shard is damaged and from which record on."""
 
+import concurrent.futures
+import dataclasses
 import struct
 from collections.abc import Sequence
 
+import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, tf_message
 from electra_tf.pretraining_data.encoding import FEATURE_NAMES
-from electra_tf.pretraining_data.input_pipeline import expand_file_patterns
+from electra_tf.pretraining_data.input_pipeline import expand_file_patterns, parse_records
+
+_SCAN_BATCH = 1024
 
 
 def _read_first_record(path: str) -> bytes | None:
@@ -67,3 +74,55 @@ def check_tfrecords(files: str | Sequence[str], max_seq_length: int) -> list:
     if num_records == 0:
         raise UserError(f"all {len(paths)} pretraining TFRecord files are empty ({paths[0]}, ...)")
     return paths
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardDamage:
+    """A shard that does not read to its end: `readable` records, then `message` (TensorFlow's,
+    in one line) at record index `readable`."""
+
+    path: str
+    readable: int
+    message: str
+
+
+def _count(ds: tf.data.Dataset) -> int:
+    return int(ds.reduce(np.int64(0), lambda n, _: n + 1).numpy())
+
+
+def scan_shard(path: str, max_seq_length: int, expected: int | None = None) -> ShardDamage | None:
+    """Reads every record of a shard (their checksums) and parses it as the input pipeline does;
+    where that fails, the index of the first record that does not read or parse. A file cut
+    inside a record's header reads as a shorter file: `expected` (the records it should hold)
+    tells."""
+    records = tf.data.TFRecordDataset(path, buffer_size=1 << 22)
+    batches = records.batch(_SCAN_BATCH).map(lambda r: parse_records(r, max_seq_length))
+    done = 0
+    try:
+        for batch in batches:
+            done += int(batch["input_ids"].shape[0])
+        if expected is not None and done < expected:
+            return ShardDamage(path, done, f"the file ends after {done} of {expected} records")
+        return None
+    except tf.errors.DataLossError as e:
+        return ShardDamage(
+            path, _count(tf.data.TFRecordDataset(path).ignore_errors()), tf_message(e)
+        )
+    except tf.errors.InvalidArgumentError as e:  # a record that is not the schema's Example
+        index = done
+        try:
+            for _ in records.skip(done).map(lambda r: parse_records([r], max_seq_length)):
+                index += 1
+        except (tf.errors.InvalidArgumentError, tf.errors.DataLossError):
+            pass
+        return ShardDamage(path, index, tf_message(e))
+
+
+def scan_shards(
+    paths: Sequence[str], max_seq_length: int, expected=lambda path: None, threads: int = 4
+) -> list:
+    """`scan_shard` of every path (in threads; `expected(path)`: its record count, or None), the
+    damaged ones in path order."""
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(threads, len(paths)))) as pool:
+        found = list(pool.map(lambda p: scan_shard(p, max_seq_length, expected(p)), paths))
+    return [d for d in found if d is not None]

@@ -2,14 +2,17 @@
 
 A checkpoint holds the model, the optimizer's slots and step counter, the global step, the loss
 scale and its good-step counter, and each local replica's data-iterator position
-(`iterator_0`, ...): a resumed run continues exactly where the saved one stopped.
+(`iterator_0`, ...): a resumed run continues exactly where the saved one stopped. A checkpoint
+left incomplete or damaged (a run killed while saving, a full disk) is skipped for the newest
+complete one, and a save that finds the disk full ends with one line, losing nothing
+(`electra_tf.checkpoint_files`).
 """
 
 from typing import Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf import checkpoints
+from electra_tf import checkpoint_files, checkpoints
 from electra_tf.run_dir import RunDirectory
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.strategy import ReplicaLayout
@@ -50,24 +53,40 @@ class TrainingCheckpoint:
             items[f"iterator_{i}"] = it
         self.checkpoint = tf.train.Checkpoint(**items)
         self.manager = None
+        self.max_to_keep = max_to_keep or None
         if run is not None:
             directory = run.path
             if layout is not None and not layout.is_chief:
                 directory = run.worker_dir(layout.task_id)
-            self.manager = tf.train.CheckpointManager(
-                self.checkpoint, directory, max_to_keep=max_to_keep or None
-            )
+            self.manager = self._manager(directory)
+
+    def _manager(self, directory: str) -> tf.train.CheckpointManager:
+        return tf.train.CheckpointManager(
+            self.checkpoint,
+            directory,
+            max_to_keep=self.max_to_keep,
+            checkpoint_name=checkpoint_files.CHECKPOINT_NAME,
+        )
 
     @property
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint if self.manager else None
 
-    def restore_latest(self) -> Optional[str]:
-        """Restores the newest checkpoint (every saved object must match); its path, or None."""
-        latest = self.latest
-        if latest:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return latest
+    def restore_latest(self, log=print) -> Optional[str]:
+        """Restores the newest complete checkpoint (every saved object must match), skipping
+        (and no longer counting) incomplete or damaged ones; its path, or None."""
+        directory = self.manager.directory
+
+        def restore(prefix: str) -> None:
+            self.checkpoint.restore(prefix).assert_existing_objects_matched()
+
+        found, skipped = checkpoint_files.restore_newest(
+            directory, self.manager.checkpoints, restore, log
+        )
+        if skipped and found:
+            checkpoint_files.untrack(directory, skipped, found)
+            self.manager = self._manager(directory)
+        return found
 
     def restore_for_eval(self, prefix: str) -> None:
         """Restores a checkpoint's model (and step), ignoring its training-only state."""
@@ -75,8 +94,12 @@ class TrainingCheckpoint:
 
     def save(self) -> str:
         """Saves under the current step's number (as the original: at multiples of
-        `save_checkpoints_steps`, and at the end)."""
-        return self.manager.save(checkpoint_number=int(self.step.numpy()), check_interval=False)
+        `save_checkpoints_steps`, and at the end); once per step (a second call at the same step
+        returns the checkpoint saved). A full disk is a `UserError` naming the checkpoint."""
+        step = int(self.step.numpy())
+        if self.latest and self.latest.endswith(f"-{step}"):
+            return self.latest
+        return checkpoint_files.save(self.manager, step)
 
 
 def warm_start(model, path: str, log) -> None:

@@ -1,27 +1,127 @@
-"""The training and evaluation input: one plain tf.data iterator per local replica."""
+"""The training and evaluation input: one plain tf.data iterator per local replica, and what a
+damaged shard turns into (one line naming it, or with skip_corrupt_records a count of what is
+skipped)."""
 
+import json
 import os
 from typing import List, Optional
 
 import tensorflow as tf
 
 from electra_tf import pretraining_data
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, tf_message
+from electra_tf.pretraining_data.tfrecord_check import scan_shards
 from electra_tf.train.strategy import ReplicaLayout
+
+# what reading a damaged shard raises from inside a step: a failed checksum or a truncated
+# record (DataLossError), a record that does not parse as the schema's Example
+READ_ERRORS = (tf.errors.DataLossError, tf.errors.InvalidArgumentError)
+
+
+def input_files(config, tfrecords: Optional[str] = None, log=print) -> List[str]:
+    """The TFRecords to read (`tfrecords`, default the config's), after their first records,
+    their directories' dataset_info.json and the shards it lists are checked against the config;
+    with skip_corrupt_records, after every shard is read once and what it cannot give counted."""
+    c = config
+    seq_len = c.model.max_seq_length
+    skip = c.run.skip_corrupt_records
+    files = pretraining_data.check_tfrecords(tfrecords or c.paths.pretrain_tfrecords, seq_len)
+    for directory in sorted({os.path.dirname(f) for f in files}):
+        pretraining_data.check_dataset_info(
+            directory,
+            c.paths.vocab_file,
+            seq_len,
+            c.model.do_lower_case,
+            required=True,
+            files=files,
+            skip_corrupt_records=skip,
+            log=log,
+        )
+    if skip:
+        report_damage(files, seq_len, log)
+    return files
+
+
+def report_damage(files: List[str], max_seq_length: int, log=print) -> int:
+    """skip_corrupt_records: scans every shard, logs each damaged one and the records skipped
+    (those from its first unreadable record on, against dataset_info.json's count where it
+    records one); returns the number skipped per pass over the data."""
+    recorded = _recorded_records(files)
+    damaged = scan_shards(files, max_seq_length, recorded)
+    skipped = 0
+    for d in damaged:
+        total = recorded(d.path)
+        lost = (total - d.readable) if total is not None else None
+        skipped += lost or 0
+        of = f"{lost} of {total} records" if lost is not None else "its remaining records"
+        log(
+            f"warning: skip_corrupt_records: {d.path}: record {d.readable} does not read "
+            f"({d.message}): skipping {of} from there"
+        )
+    if damaged:
+        log(
+            f"skip_corrupt_records: {len(damaged)} of {len(files)} shards damaged, "
+            f"{skipped} records skipped per pass over the data"
+        )
+    return skipped
+
+
+def _recorded_records(files: List[str]):
+    """path -> the record count its dataset_info.json records (None where it records none)."""
+    counts = {}
+    for directory in {os.path.dirname(f) for f in files}:
+        info = pretraining_data.find_dataset_info(directory, below=False)
+        if info is not None:
+            with tf.io.gfile.GFile(info) as f:
+                for shard in json.load(f).get("shards") or []:
+                    counts[os.path.join(directory, shard["file"])] = shard["records"]
+    return counts.get
+
+
+def damaged_input_error(
+    e: Exception, files: List[str], max_seq_length: int, kept: Optional[str]
+) -> Optional[UserError]:
+    """The one line for a read error from inside a step: the damaged shard found by reading
+    them all (None when none is: the error was not the data's)."""
+    damaged = scan_shards(files, max_seq_length, _recorded_records(files))
+    if not damaged:
+        return None
+    d = damaged[0]
+    more = f" (and {len(damaged) - 1} more damaged shards)" if len(damaged) > 1 else ""
+    keep = f"; the last checkpoint {kept} is kept" if kept else ""
+    return UserError(
+        f"{d.path}: record {d.readable} does not read ({d.message}){more}{keep}: rebuild the "
+        "dataset (build_pretraining_dataset.py), or set skip_corrupt_records=true to skip "
+        "the rest of a damaged shard"
+    )
+
+
+def read_error(e: Exception, files: List[str], max_seq_length: int, kept: Optional[str]):
+    """`damaged_input_error`, else a UserError with TensorFlow's message in one line."""
+    found = damaged_input_error(e, files, max_seq_length, kept)
+    if found is not None:
+        return found
+    if isinstance(e, tf.errors.DataLossError):
+        return UserError(
+            f"reading the pretraining data failed ({tf_message(e)}); the shards read back "
+            "whole now: a passing storage fault? Re-run the same command to resume"
+        )
+    return None
 
 
 def replica_iterators(
-    config, layout: ReplicaLayout, is_training: bool, tfrecords: Optional[str] = None
+    config,
+    layout: ReplicaLayout,
+    is_training: bool,
+    tfrecords: Optional[str] = None,
+    files: Optional[List[str]] = None,
 ) -> List:
     """One iterator per local replica (checkpointable, unlike tf.distribute's distributed
-    iterators in TF 2.21), each reading its own shard of the data (`tfrecords`, default the
-    config's), after the TFRecords and their dataset_info.json are checked against the config."""
+    iterators in TF 2.21), each reading its own shard of the data (`files`, else `input_files`
+    of `tfrecords`)."""
     c = config
     seq_len = c.model.max_seq_length
-    files = pretraining_data.check_tfrecords(tfrecords or c.paths.pretrain_tfrecords, seq_len)
-    pretraining_data.check_dataset_info(
-        os.path.dirname(files[0]), c.paths.vocab_file, seq_len, c.model.do_lower_case
-    )
+    files = files or input_files(c, tfrecords)
     batch = c.optimizer.train_batch_size if is_training else c.run.eval_batch_size
     n = layout.num_replicas
     if batch % n:
@@ -42,6 +142,7 @@ def replica_iterators(
                 input_context=ctx if n > 1 else None,
                 seed=int(c.scale.seed),
                 shuffle_buffer_size=c.run.shuffle_buffer_size,
+                skip_corrupt_records=c.run.skip_corrupt_records,
             )
             iterators.append(iter(ds))
     return iterators

@@ -1,13 +1,15 @@
-"""Stopping cleanly on SIGTERM (preemption): the loop checks the flag after each step, saves a
-checkpoint and exits with status 143."""
+"""Stopping cleanly on SIGTERM (preemption) and SIGINT (Ctrl-C): the loop checks the flag after
+each call of the step function, saves a checkpoint and exits with status 128 + the signal's
+number (143, 130). A second Ctrl-C stops at once (KeyboardInterrupt), without saving: the last
+checkpoint saved is what a re-run resumes from."""
 
 import signal
 import threading
 
 
 class StopSignal:
-    """A context manager recording SIGTERM while it is active (main thread only: Python
-    delivers signals there; elsewhere it records nothing).
+    """A context manager recording `signals` (default SIGTERM) while it is active (main thread
+    only: Python delivers signals there; elsewhere it records nothing).
 
     Example:
         with StopSignal() as stop:
@@ -23,6 +25,8 @@ class StopSignal:
         self._previous = {}
 
     def _handler(self, signum, frame):
+        if signum == signal.SIGINT and self.received == signal.SIGINT:
+            raise KeyboardInterrupt  # Ctrl-C twice: the user does not want to wait
         self.received = signum
 
     def __enter__(self) -> "StopSignal":

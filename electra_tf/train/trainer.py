@@ -1,11 +1,17 @@
 """The estimator-style pretraining loop.
 
-A `Trainer` owns one run directory (`model_dir`). Re-running the same command resumes from the
-latest checkpoint (see `electra_tf.train.checkpointing`); the step's randomness is a pure
-function of (seed, step, data), so a resumed run continues exactly as an uninterrupted one would.
+A `Trainer` owns one run directory (`model_dir`), locked while it trains or evaluates (by the
+chief, in a multi-worker run: `run_dir.RunDirectory.lock`; a live holder stops the constructor
+already). Re-running the same command resumes from the
+latest complete checkpoint (see `electra_tf.train.checkpointing`); the step's randomness is a
+pure function of (seed, step, data), so a resumed run continues exactly as an uninterrupted one
+would. SIGTERM and SIGINT (Ctrl-C) save a checkpoint and exit with 128 + the signal's number; a
+damaged shard ends the run with one line naming it (`train.inputs`).
 """
 
+import functools
 import os
+import signal
 from typing import Dict, Optional
 
 import keras
@@ -19,12 +25,27 @@ from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train import devices, two_stage
 from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start
-from electra_tf.train.inputs import replica_iterators
+from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
 from electra_tf.train.progress import ProgressLog, log, write_scalars
 from electra_tf.train.step import TrainStep, eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
+
+
+def _holding_lock(method):
+    """A `Trainer` method run holding the run directory's lock (the chief's), released after."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        lock = self.run.lock(log) if self.layout.is_chief else None
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    return run
 
 
 def steps_in_call(
@@ -83,6 +104,11 @@ class Trainer:
                 f"train_batch_size {c.optimizer.train_batch_size} is not divisible by "
                 f"{self.layout.num_replicas} replicas x {accum} accumulation steps"
             )
+        c.model_configs(self.vocab_size)  # an impossible model config stops before the lock
+        # one writer per run directory (non-chief workers write only to their scratch dirs): a
+        # live holder stops the run here; `_holding_lock` holds it while training or evaluating
+        if self.layout.is_chief:
+            self.run.lock(log).release()
         keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
         o = c.optimizer
         with self.strategy.scope():
@@ -112,7 +138,13 @@ class Trainer:
 
     def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
         """This worker's input iterators, one per local replica (see `train.inputs`)."""
-        return replica_iterators(self.config, self.layout, is_training, tfrecords)
+        self.files = input_files(self.config, tfrecords, log)
+        return replica_iterators(self.config, self.layout, is_training, files=self.files)
+
+    def _read_error(self, e: Exception, kept: Optional[str]) -> Exception:
+        """A read error from inside a step as one line naming the damaged shard (else `e`)."""
+        found = read_error(e, self.files, self.config.model.max_seq_length, kept)
+        return found if found is not None else e
 
     def step_function(self, stage: Optional[str] = None):
         """The training step as a tf.function(iterators, num_steps) (what `train` runs); with
@@ -149,6 +181,7 @@ class Trainer:
         )
         self.run.copy_vocab(self.config.paths.vocab_file)
 
+    @_holding_lock
     def train(self) -> Dict[str, float]:
         """Trains to `num_train_steps` (resuming if the run has a checkpoint); returns the
         training summary ({} when it had already finished)."""
@@ -166,7 +199,7 @@ class Trainer:
             self.layout,
             c.run.keep_checkpoint_max,
         )
-        resumed = ckpt.restore_latest()
+        resumed = ckpt.restore_latest(log)
         if resumed:
             log(f"resumed from {resumed} at step {int(self.step.numpy())}")
         elif c.paths.init_checkpoint:
@@ -198,7 +231,7 @@ class Trainer:
             writer,
         )
         total_flops = start_step * self.flops_per_step
-        with StopSignal() as stop:
+        with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
             while int(self.step.numpy()) < last_step:
                 step = int(self.step.numpy())
                 stage = self.two_stage.start_call(step, log) if self.two_stage else None
@@ -215,7 +248,10 @@ class Trainer:
                         c.run.save_checkpoints_steps,
                         c.optimizer.two_stage_steps,
                     )
-                out, losses = train_fns[stage](iterators, tf.constant(n, tf.int32))
+                try:
+                    out, losses = train_fns[stage](iterators, tf.constant(n, tf.int32))
+                except READ_ERRORS as e:
+                    raise self._read_error(e, ckpt.latest) from None
                 losses = losses.numpy()
                 step = int(self.step.numpy())
                 progress.step_done(step, n)
@@ -234,13 +270,14 @@ class Trainer:
                 if stop.received is not None:
                     ckpt.save()
                     log(f"received signal {stop.received}: saved a checkpoint at step {step}")
-                    raise SystemExit(143)
+                    raise SystemExit(128 + int(stop.received))
         step = int(self.step.numpy())
         ckpt.save()
         self.train_summary = progress.summary(start_step, step, total_flops)
         log(f"saved {ckpt.latest}")
         return self.train_summary
 
+    @_holding_lock
     def evaluate(
         self, tfrecords: Optional[str] = None, checkpoint: Optional[str] = None
     ) -> Dict[str, float]:
@@ -265,6 +302,8 @@ class Trainer:
                 out = eval_fn(iterators)
             except (StopIteration, tf.errors.OutOfRangeError):
                 break
+            except READ_ERRORS as e:
+                raise self._read_error(e, None) from None
             for k, v in out.items():
                 sums[k] = sums.get(k, 0) + v.numpy().astype(np.float64)
             steps += 1

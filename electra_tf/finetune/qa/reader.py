@@ -3,12 +3,14 @@
 Behaviour follows the original `finetune/qa/qa_tasks.py` (itself BERT's `run_squad.py`): the
 context is split on whitespace (space, tab, CR, LF and U+202F) into "doc tokens", with a
 character -> word map used to project the answer's character offset onto words; training answers
-whose text cannot be found in the projected words are dropped (counted). Malformed files are a
-`UserError` naming the file and the place in it.
+whose text cannot be found in the projected words are dropped, with one warning line per file
+naming the first and counting them. Malformed files are a `UserError` naming the file and the place
+in it.
 """
 
 import dataclasses
 import os
+import sys
 from typing import Any
 
 from absl import logging
@@ -77,14 +79,16 @@ def _require(record: dict[str, Any], key: str, where: str, kind: type | None = N
 
 def add_paragraph_examples(
     examples: list[QAExample],
-    failures: list[int],
+    failures: list[str],
     paragraph: dict[str, Any],
     split: str,
     task_name: str,
     v2: bool,
     where: str,
 ) -> None:
-    """Appends the examples of one paragraph (SQuAD or MRQA layout) to `examples`."""
+    """Appends the examples of one paragraph (SQuAD or MRQA layout) to `examples`; a training
+    answer that is not in its context is skipped (as the original) and its place appended to
+    `failures`."""
     context = _require(paragraph, "context", where, str)
     qas = _require(paragraph, "qas", where, list)
     doc_tokens, char_to_word_offset = split_context(context)
@@ -127,18 +131,14 @@ def add_paragraph_examples(
                 answer_length = len(orig_answer_text)
                 last = answer_offset + answer_length - 1
                 if answer_offset < 0 or last >= len(char_to_word_offset) or answer_length == 0:
-                    logging.warning("%s: answer is out of the document; skipped", qwhere)
-                    failures[0] += 1
+                    failures.append(f"{qwhere} (the answer is out of the context)")
                     continue
                 start_position = char_to_word_offset[answer_offset]
                 end_position = char_to_word_offset[last]
                 actual_text = " ".join(doc_tokens[start_position : end_position + 1]).lower()
                 cleaned = " ".join(orig_answer_text.strip().split()).lower()
                 if actual_text.find(cleaned) == -1:
-                    logging.warning(
-                        "%s: could not find answer %r in %r; skipped", qwhere, cleaned, actual_text
-                    )
-                    failures[0] += 1
+                    failures.append(f"{qwhere} ({cleaned!r} is not at its answer_start)")
                     continue
             else:
                 start_position = end_position = -1
@@ -159,6 +159,19 @@ def add_paragraph_examples(
         )
 
 
+def _report_skipped(path: str, failures: list[str], kept: int) -> None:
+    """One line for a file's training answers that are not in their context."""
+    logging.info("%s: %d examples, %d skipped", path, kept, len(failures))
+    if failures:
+        print(
+            f"warning: {path}: {len(failures)} training answer(s) not found in their context, "
+            f"those questions skipped (as the original): {failures[0]}"
+            + (f" and {len(failures) - 1} more" if len(failures) > 1 else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def load_squad_json(path: str) -> list[dict[str, Any]]:
     """Reads an official SQuAD JSON file and returns its `data` list (clear errors if malformed)."""
     if not os.path.exists(path):
@@ -173,13 +186,13 @@ def read_squad_examples(path: str, split: str, task_name: str, v2: bool) -> list
     """Examples of an official SQuAD v1.1/v2.0 JSON file."""
     data = load_squad_json(path)
     examples: list[QAExample] = []
-    failures = [0]
+    failures: list[str] = []
     for ai, article in enumerate(data):
         paragraphs = _require(article, "paragraphs", f"{path}: data[{ai}]", list)
         for pi, paragraph in enumerate(paragraphs):
             where = f"{path}: data[{ai}].paragraphs[{pi}]"
             add_paragraph_examples(examples, failures, paragraph, split, task_name, v2, where)
-    logging.info("%s: %d examples, %d failures", path, len(examples), failures[0])
+    _report_skipped(path, failures, len(examples))
     return examples
 
 
@@ -204,9 +217,9 @@ def load_mrqa_jsonl(path: str) -> list[tuple[int, dict[str, Any]]]:
 def read_mrqa_examples(path: str, split: str, task_name: str) -> list[QAExample]:
     """Examples of an MRQA 2019 .jsonl file (one paragraph per line, header lines skipped)."""
     examples: list[QAExample] = []
-    failures = [0]
+    failures: list[str] = []
     for lineno, paragraph in load_mrqa_jsonl(path):
         where = f"{path}: line {lineno}"
         add_paragraph_examples(examples, failures, paragraph, split, task_name, False, where)
-    logging.info("%s: %d examples, %d failures", path, len(examples), failures[0])
+    _report_skipped(path, failures, len(examples))
     return examples
