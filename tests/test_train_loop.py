@@ -44,11 +44,11 @@ def test_peak_flops_from_override_table_and_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(devices, "accelerator_name", lambda: None)
     monkeypatch.setenv("ELECTRA_TF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    calls = []
+    calls, share = [], [1.0]
 
     def fake_measure(dtype):
         calls.append(dtype)
-        return 123e9, "measured 2048^3 float32 matmul"
+        return 123e9, "measured 2048^3 float32 matmul", share[0]
 
     monkeypatch.setattr(devices, "measure_matmul_peak", fake_measure)
     first = devices.peak_flops("float32")
@@ -59,12 +59,18 @@ def test_peak_flops_from_override_table_and_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(devices.os, "getloadavg", lambda: (50.0, 50.0, 50.0))
     assert "not cached" in devices.peak_flops("mixed_bfloat16")[1]
     assert calls == ["float32", "bfloat16"]
+    # a quiet load average but another process taking part of the CPU while measuring: not cached
+    monkeypatch.setattr(devices.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    share[0] = 0.6
+    assert "CPU share 60%), not cached" in devices.peak_flops("mixed_bfloat16")[1]
+    assert "not cached" in devices.peak_flops("mixed_bfloat16")[1]
+    assert calls == ["float32", "bfloat16", "bfloat16", "bfloat16"]
 
 
 def test_matmul_peak_is_measured():
-    peak, source = devices.measure_matmul_peak("float32", n=256, seconds=0.2)
+    peak, source, share = devices.measure_matmul_peak("float32", n=256, seconds=0.2)
     # 256^3 matmuls: more than 0.1 GFLOP/s and far below any CPU's 10 TFLOP/s
-    assert 1e8 < peak < 1e13 and "256^3" in source
+    assert 1e8 < peak < 1e13 and "256^3" in source and 0.0 < share <= 1.0
 
 
 @pytest.mark.parametrize(

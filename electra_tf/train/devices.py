@@ -95,15 +95,19 @@ def peak_flops(precision: str = "float32", override: Optional[float] = None) -> 
         for name, peaks in ACCELERATOR_PEAKS:
             if name in device and dtype in peaks:
                 return peaks[dtype], f"data sheet of {name} ({dtype})"
-        return measure_matmul_peak(dtype, device="/gpu:0" if device != "TPU" else None)
+        peak, source, _ = measure_matmul_peak(dtype, device="/gpu:0" if device != "TPU" else None)
+        return peak, source
     return cached_cpu_peak(dtype)
+
+
+MIN_CPU_SHARE = 0.8  # below: another process took part of the CPU while measuring
 
 
 def cached_cpu_peak(dtype: str) -> Tuple[float, str]:
     """The CPU's matmul peak, measured once per (CPU model, threads, dtype, TF version)."""
     model, _ = cpu_info()
     threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count()
-    key = f"{model}|{threads}|{dtype}|{tf.__version__}"
+    key = f"{model}|{threads}|{dtype}|{tf.__version__}|v2"  # v2: CPU share checked
     directory = cache_dir()
     path = os.path.join(directory, "peak_flops.json") if directory else None
     table = {}
@@ -114,10 +118,15 @@ def cached_cpu_peak(dtype: str) -> Tuple[float, str]:
             table = {}
     if key in table:
         return float(table[key]), f"measured matmul peak of {model} ({dtype}, cached)"
-    peak, source = measure_matmul_peak(dtype)
+    peak, source, cpu_share = measure_matmul_peak(dtype)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load > 0.75 * (os.cpu_count() or 1):  # a busy machine measures low: measure again later
-        return peak, f"{source} of {model}, under load {load:.1f}, not cached"
+    # A busy machine measures low, and a low peak cached would report MFU above 100% ever after.
+    # The load average lags by a minute, so the measurement's own share of the CPU it asked for
+    # is checked too (another process running beside it takes part of that).
+    if load > 0.75 * (os.cpu_count() or 1) or cpu_share < MIN_CPU_SHARE:
+        return peak, (
+            f"{source} of {model}, under load {load:.1f} (CPU share {cpu_share:.0%}), not cached"
+        )
     if path:
         try:
             write_json(path, {**table, key: peak})
@@ -127,7 +136,10 @@ def cached_cpu_peak(dtype: str) -> Tuple[float, str]:
 
 
 def measure_matmul_peak(dtype: str = "float32", n: int = 2048, seconds: float = 1.0, device=None):
-    """The best FLOP/s of an n x n x n matmul in `dtype` over about `seconds`."""
+    """The best FLOP/s of an n x n x n matmul in `dtype` over about `seconds`, its description,
+    and the share of the intra-op threads' CPU time the process got while timing (about 1 on an
+    idle CPU, less when other processes compete)."""
+    threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count() or 1
     with tf.device(device or "/cpu:0"):
         a = tf.random.normal([n, n], dtype=tf.float32)
         a = tf.cast(a, dtype)
@@ -135,8 +147,10 @@ def measure_matmul_peak(dtype: str = "float32", n: int = 2048, seconds: float = 
         matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y), "float32")))
         matmul(a, b).numpy()
         best, end = float("inf"), time.perf_counter() + seconds
+        wall0, cpu0 = time.perf_counter(), time.process_time()
         while time.perf_counter() < end:
             t0 = time.perf_counter()
             matmul(a, b).numpy()
             best = min(best, time.perf_counter() - t0)
-    return 2.0 * n**3 / best, f"measured {n}^3 {dtype} matmul"
+        share = (time.process_time() - cpu0) / max(time.perf_counter() - wall0, 1e-9) / threads
+    return 2.0 * n**3 / best, f"measured {n}^3 {dtype} matmul", min(share, 1.0)
