@@ -16,7 +16,6 @@ recipe experiments/recipes/finetune_movie.json (one seeded trial; `--hparams` ov
 same from random weights (`random_init`), and prints both.
 """
 
-import json
 import os
 import shutil
 
@@ -24,6 +23,7 @@ from absl import app, flags
 
 from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
+from electra_tf.io_utils import read_json
 
 REPO = os.path.dirname(os.path.abspath(__file__))
 DEMO_DATA_DIR = "runs/demo"
@@ -36,8 +36,7 @@ BUNDLED_SST = os.path.join(REPO, "data", "movie_sentiment")
 
 
 def demo_hparams() -> dict:
-    with open(RECIPE, encoding="utf-8") as f:
-        return {**json.load(f), **DEMO_OVERRIDES}
+    return {**read_json(RECIPE), **DEMO_OVERRIDES}
 
 
 FLAGS = flags.FLAGS

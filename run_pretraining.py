@@ -8,14 +8,13 @@ bundled Wikipedia text (once) with the small-budget recipe's vocab and pretrains
 (experiments/recipes/pretrain_small_budget.json) for a few minutes on a CPU.
 """
 
-import json
 import os
-import shutil
 
 from absl import app, flags
 
 from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
+from electra_tf.io_utils import copy_file_atomically, read_json
 from electra_tf.pretraining_config import PretrainingConfig
 
 REPO = os.path.dirname(os.path.abspath(__file__))
@@ -36,17 +35,9 @@ DEMO_OVERRIDES = dict(
 )
 
 
-def demo_hparams() -> dict:
+def demo_hparams(recipe: dict) -> dict:
     """The recipe with the demo's overrides; `vocab_file` is the data dir's copy of its vocab."""
-    with open(RECIPE, encoding="utf-8") as f:
-        recipe = json.load(f)
-    recipe.pop("vocab_file")
-    return {**recipe, **DEMO_OVERRIDES}
-
-
-def recipe_vocab() -> str:
-    with open(RECIPE, encoding="utf-8") as f:
-        return os.path.join(REPO, json.load(f)["vocab_file"])
+    return {**{k: v for k, v in recipe.items() if k != "vocab_file"}, **DEMO_OVERRIDES}
 
 
 flags.DEFINE_string("data_dir", None, "Holds pretrain_tfrecords/, vocab.txt and models/.")
@@ -56,14 +47,14 @@ flags.DEFINE_bool("describe", False, "Print the resolved hparams and parameter c
 FLAGS = flags.FLAGS
 
 
-def prepare_demo_data(data_dir: str, max_seq_length: int) -> None:
+def prepare_demo_data(data_dir: str, recipe_vocab: str, max_seq_length: int) -> None:
     """Copies the recipe's vocab and builds TFRecords from the bundled corpora, once."""
     from electra_tf import pretraining_data
 
     os.makedirs(data_dir, exist_ok=True)
     vocab = os.path.join(data_dir, "vocab.txt")
     if not os.path.exists(vocab):
-        shutil.copyfile(recipe_vocab(), vocab)
+        copy_file_atomically(recipe_vocab, vocab)  # a crash mid-copy leaves no partial vocab
     out = os.path.join(data_dir, "pretrain_tfrecords")
     if not os.path.exists(os.path.join(out, "dataset_info.json")):
         print(f"demo: building TFRecords from the bundled Wikipedia text into {out}", flush=True)
@@ -81,8 +72,9 @@ def prepare_demo_data(data_dir: str, max_seq_length: int) -> None:
 def main() -> None:
     hparams = parse_hparams(FLAGS.hparams)
     demo = FLAGS.data_dir is None
+    recipe = read_json(RECIPE) if demo else None
     if demo:
-        hparams = {**demo_hparams(), **hparams}
+        hparams = {**demo_hparams(recipe), **hparams}
     data_dir = FLAGS.data_dir or DEMO_DATA_DIR
     model_name = FLAGS.model_name or (DEMO_MODEL_NAME if demo else None)
     if model_name is None:
@@ -95,7 +87,9 @@ def main() -> None:
         print(train.describe_json(config))
         return
     if demo:
-        prepare_demo_data(data_dir, config.model.max_seq_length)
+        prepare_demo_data(
+            data_dir, os.path.join(REPO, recipe["vocab_file"]), config.model.max_seq_length
+        )
     trainer = train.Trainer(config)
     if config.run.do_train:
         trainer.train()

@@ -14,7 +14,7 @@ and a `hidden_act` with no exact counterpart. Activations, checked numerically (
 from typing import Any, Dict, Optional
 
 from electra_tf.errors import UserError
-from electra_tf.model_config import ModelConfig
+from electra_tf.model_config import SHAPE_KEYS, ModelConfig
 
 MODEL_TYPE = "electra"
 LAYER_NORM_EPS = 1e-12  # modeling.layers.LayerNorm's
@@ -45,16 +45,7 @@ ACTIVATIONS_FROM_HF = {
     "relu": "relu",
 }
 ACTIVATIONS_TO_HF = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu"}
-_INTS = (
-    "vocab_size",
-    "embedding_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-)
+_INTS = SHAPE_KEYS + ("max_position_embeddings", "type_vocab_size")
 _FLOATS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
 
 
