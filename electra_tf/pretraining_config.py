@@ -81,6 +81,14 @@ class ModelHparams:
     vocab_size: Optional[int] = hparam(None, help="None: the number of lines of vocab_file")
     do_lower_case: bool = hparam(True, help="checked against the dataset's dataset_info.json")
     max_seq_length: int = 128
+    # Tied, a rarely predicted token's row only ever gets the softmax's push away from the
+    # hidden states, the same direction for every rare token; Adam normalises those small
+    # gradients to full steps, so at small scale the rare rows collapse onto one direction
+    # (Gao et al. 2019, "representation degeneration") and the encoder's input embeddings lose
+    # them. Untied, that push lands on the output table only.
+    tied_output_embeddings: bool = hparam(
+        True, help="masked-LM heads project onto the word embeddings (the original's)"
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ finished evaluation and fine-tuning is reused. `--plot_only` rewrites the output
 efficiency.json.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -79,6 +80,14 @@ flags.DEFINE_string(
 flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"), "Task data.")
 flags.DEFINE_integer("num_shards", 10, "TFRecord shards; shard 0 is held out for evaluation.")
 flags.DEFINE_bool("plot_only", False, "Rewrite the outputs from OUT_DIR/efficiency.json.")
+flags.DEFINE_string(
+    "recipe_overrides", None, "JSON object of pretraining hparams laid over the recipe (a pilot)."
+)
+flags.DEFINE_integer(
+    "validation_split", 0,
+    "N > 0: fine-tune on the movie train file less its last N sentences and score on those N "
+    "(the pilot's validation split; the dev set is not read).",
+)  # fmt: skip
 
 
 def progress(msg: str) -> None:
@@ -113,12 +122,29 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> str:
             num_out_files=FLAGS.num_shards,
             overwrite=True,
         )
-    task = os.path.join(data_dir, "finetuning_data", "sst")
-    if not os.path.exists(os.path.join(task, "dev.tsv")):
-        os.makedirs(task, exist_ok=True)
-        for split in ("train", "dev"):
-            shutil.copyfile(os.path.join(FLAGS.movie_data, f"{split}.tsv"), f"{task}/{split}.tsv")
+    write_task_data(
+        os.path.join(data_dir, "finetuning_data", "sst"), FLAGS.movie_data, FLAGS.validation_split
+    )
     return data_dir
+
+
+def write_task_data(task: str, movie_data: str, validation_split: int = 0) -> None:
+    """The movie task's train.tsv and dev.tsv in `task`: the files of `movie_data`, or with
+    `validation_split` N > 0 its train file less the last N sentences and those N (rewritten
+    every run, so that a work dir cannot keep another split's)."""
+    os.makedirs(task, exist_ok=True)
+    n = validation_split
+    if n <= 0:
+        for split in ("train", "dev"):
+            shutil.copyfile(os.path.join(movie_data, f"{split}.tsv"), f"{task}/{split}.tsv")
+        return
+    with open(os.path.join(movie_data, "train.tsv"), encoding="utf-8") as f:
+        header, *rows = [line for line in f.read().splitlines() if line.strip()]
+    if n >= len(rows):
+        raise UserError(f"--validation_split={n}: the train file has {len(rows)} sentences")
+    for split, part in (("train", rows[:-n]), ("dev", rows[-n:])):
+        with open(f"{task}/{split}.tsv", "w", encoding="utf-8") as f:
+            f.write("\n".join([header, *part]) + "\n")
 
 
 def shards(data_dir: str):
@@ -284,6 +310,11 @@ def main() -> None:
     if FLAGS.seeds < 2:
         raise UserError("--seeds must be at least 2 (medians and intervals over seeds)")
     recipe = read_json(repo_path(FLAGS.recipe))
+    if FLAGS.recipe_overrides:
+        overrides = json.loads(FLAGS.recipe_overrides)
+        if not isinstance(overrides, dict):
+            raise UserError("--recipe_overrides must be a JSON object")
+        recipe = {**recipe, **overrides}
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="electra_efficiency_")
     os.makedirs(work_dir, exist_ok=True)
     progress(f"work dir {work_dir}, results to {FLAGS.out_dir}")
@@ -296,7 +327,8 @@ def main() -> None:
             f"{p['steps'] * p['real_flops_per_step']:.3e} (budget {p['budget_flops']:.3e})"
         )
     labels = dev_labels(data_dir)
-    with open(os.path.join(FLAGS.movie_data, "train.tsv"), encoding="utf-8") as f:
+    task_train = os.path.join(data_dir, "finetuning_data", "sst", "train.tsv")
+    with open(task_train, encoding="utf-8") as f:
         train_size = sum(1 for line in f.readlines()[1:] if line.strip())
     report: Dict[str, Any] = {
         "settings": {
@@ -306,6 +338,8 @@ def main() -> None:
             "budgets": sorted(float(b) for b in FLAGS.budgets),
             "scale": FLAGS.scale,
             "seeds": FLAGS.seeds,
+            "recipe_overrides": json.loads(FLAGS.recipe_overrides or "{}"),
+            "validation_split": FLAGS.validation_split,
             "budget_flops": next(iter(the_plan.values()))["budget_flops"],
             "plan": {
                 k: {**v, "points": {str(b): s for b, s in v["points"].items()}}

@@ -81,6 +81,24 @@ def test_budget_points_are_whole_checkpoints():
     assert efficiency._quantum([1 / 3, 2 / 3, 1.0]) == 3
 
 
+def test_validation_split_holds_out_the_last_sentences(tmp_path):
+    movie = tmp_path / "movie"
+    movie.mkdir()
+    rows = [f"sentence {i}\t{i % 2}" for i in range(10)]
+    (movie / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n", "utf-8")
+    (movie / "dev.tsv").write_text("sentence\tlabel\nthe dev set\t1\n", "utf-8")
+    task = tmp_path / "task"
+    efficiency.write_task_data(str(task), str(movie), validation_split=3)
+    read = lambda name: (task / name).read_text("utf-8").splitlines()  # noqa: E731
+    assert read("train.tsv") == ["sentence\tlabel"] + rows[:7]
+    assert read("dev.tsv") == ["sentence\tlabel"] + rows[7:]
+    efficiency.write_task_data(str(task), str(movie))  # the same dir, back to the real split
+    assert read("dev.tsv") == ["sentence\tlabel", "the dev set\t1"]
+    assert len(read("train.tsv")) == 11
+    with pytest.raises(Exception, match="has 10 sentences"):
+        efficiency.write_task_data(str(task), str(movie), validation_split=10)
+
+
 def test_bootstrap_difference_and_intervals():
     import efficiency_report as rep
     import numpy as np

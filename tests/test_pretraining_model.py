@@ -201,3 +201,38 @@ def test_sampling_logits_apply_temperature_and_disallow_correct(tiny_model):
         keys,
     ).numpy()
     np.testing.assert_array_equal(draws, logits.argmax(-1))
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_untied_output_embeddings_keep_the_softmax_off_the_input_table(
+    tiny_model, synthetic_batch, tied
+):
+    # masked LM on one network: tied, every row of the word table gets the softmax's gradient
+    # (each token is a negative); untied, only the rows of the tokens in its input do
+    config, model = tiny_model(objective="mlm", tied_output_embeddings=tied)
+    batch = synthetic_batch(1)
+    table = model.discriminator.embeddings.word_embeddings
+    with tf.GradientTape() as tape:
+        loss = model.compute(batch, step=0, seed=0)["loss"]
+    grad = tf.convert_to_tensor(tape.gradient(loss, table)).numpy()
+    # the masked input: [MASK] and BERT's 10% random tokens besides the kept ones
+    seen = set(model.mask(batch, 0, 0).input_ids.numpy().ravel())
+    absent = [i for i in range(table.shape[0]) if i not in seen]
+    assert len(absent) > 50
+    absent_norm = np.abs(grad[absent]).sum(1)
+    if tied:
+        assert np.all(absent_norm > 0)
+    else:
+        assert np.all(absent_norm == 0)
+        assert np.abs(grad[sorted(seen)]).sum() > 0
+        out_table = model.generator_predictions.output_weights
+        assert out_table.shape == table.shape
+
+
+def test_untied_output_embeddings_untie_every_masked_lm_head(tiny_model):
+    _, model = tiny_model(objective="replace_mlm", tied_output_embeddings=False)
+    paths = {v.path for v in model.trainable_weights}
+    assert "generator_predictions/output_weights" in paths
+    assert "discriminator_mlm_predictions/output_weights" in paths
+    _, tied = tiny_model(objective="replace_mlm")
+    assert not any("output_weights" in v.path for v in tied.trainable_weights)

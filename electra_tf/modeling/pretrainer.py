@@ -42,8 +42,10 @@ class ElectraPretrainer(keras.Model):
         uniform_generator: False, "uniform" (sample uniformly over the vocab, the original's
             `uniform_generator=true`), or "unigram" (sample from `unigram_counts`).
         unigram_counts: [V] token counts of the corpus, for `uniform_generator="unigram"`.
-        tied_generator_output: the generator's output layer is its word table (always in
-            pretraining; False only to load a Hugging Face generator saved untied).
+        tied_output_embeddings: every masked-LM head (the generator's, and the objective's own,
+            e.g. replace_mlm's) projects onto its network's word table, as the original; False
+            gives each head an output table of its own (the `tied_output_embeddings` hparam, or
+            a Hugging Face generator saved untied).
         whole_word_masking: masking chooses whole words (`masking.mask_inputs`); needs
             `word_continuation`.
         word_continuation: bool [V], True for the `##` continuation pieces
@@ -64,7 +66,7 @@ class ElectraPretrainer(keras.Model):
         disallow_correct: bool = False,
         uniform_generator=False,
         unigram_counts=None,
-        tied_generator_output: bool = True,
+        tied_output_embeddings: bool = True,
         whole_word_masking: bool = False,
         word_continuation=None,
         **kwargs,
@@ -110,12 +112,14 @@ class ElectraPretrainer(keras.Model):
                 generator.embeddings,
                 generator.config.hidden_act,
                 generator.config.initializer_range,
-                tied_output=tied_generator_output,
+                tied_output=tied_output_embeddings,
                 dtype=p,
                 **head_name,
             )
         # one attribute per head: the attribute names are the checkpoint paths
-        heads = objective.make_heads(discriminator, generator, dtype=p)
+        heads = objective.make_heads(
+            discriminator, generator, dtype=p, tied_output=tied_output_embeddings
+        )
         for name, layer in heads.items():
             setattr(self, name, layer)
         self._build_networks(heads)

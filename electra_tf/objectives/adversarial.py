@@ -30,10 +30,10 @@ class AdversarialReplacedTokenDetection(ReplacedTokenDetection):
         self.masked_positions_only = masked_positions_only
         self.name = "electra_15" if masked_positions_only else "electra"
 
-    def make_heads(self, discriminator, generator, dtype=None):
+    def make_heads(self, discriminator, generator, dtype=None, tied_output=True):
         if generator is None:
             raise ValueError("adversarial_generator needs a generator network")
-        heads = super().make_heads(discriminator, generator, dtype)
+        heads = super().make_heads(discriminator, generator, dtype, tied_output)
         heads["generator_baseline"] = ValueBaselineHead(
             generator.config.initializer_range, dtype=dtype
         )

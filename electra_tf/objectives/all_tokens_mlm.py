@@ -15,8 +15,8 @@ class AllTokensMLM(ReplaceMLM):
 
     name = "all_tokens_mlm"
 
-    def make_heads(self, discriminator, generator, dtype=None):
-        heads = super().make_heads(discriminator, generator, dtype)
+    def make_heads(self, discriminator, generator, dtype=None, tied_output=True):
+        heads = super().make_heads(discriminator, generator, dtype, tied_output)
         c = discriminator.config
         heads["copy_predictions"] = DiscriminatorHead(
             c.hidden_size, c.hidden_act, c.initializer_range, name="copy_predictions", dtype=dtype

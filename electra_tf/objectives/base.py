@@ -97,10 +97,13 @@ class Objective:
         self.max_predictions = max_predictions
 
     # -- the model's shape
-    def make_heads(self, discriminator, generator, dtype=None) -> Dict[str, keras.layers.Layer]:
+    def make_heads(
+        self, discriminator, generator, dtype=None, tied_output: bool = True
+    ) -> Dict[str, keras.layers.Layer]:
         """The objective's heads by the pretrainer attribute that holds each (the attribute
         names are checkpoint paths), constructed in a fixed order (initial weights are drawn in
-        construction order)."""
+        construction order). `tied_output`: a masked-LM head projects onto the word table (the
+        original) rather than an output table of its own."""
         return {}
 
     def build_heads(self, heads: Dict[str, keras.layers.Layer], discriminator, generator):

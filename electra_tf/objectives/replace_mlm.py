@@ -18,13 +18,14 @@ class ReplaceMLM(Objective):
     name = "replace_mlm"
     samples_avoid_special_tokens = True
 
-    def make_heads(self, discriminator, generator, dtype=None):
+    def make_heads(self, discriminator, generator, dtype=None, tied_output=True):
         c = discriminator.config
         return {
             "discriminator_mlm_predictions": MaskedLMHead(
                 discriminator.embeddings,
                 c.hidden_act,
                 c.initializer_range,
+                tied_output=tied_output,
                 name="discriminator_mlm_predictions",
                 dtype=dtype,
             )

@@ -29,7 +29,7 @@ class ReplacedTokenDetection(Objective):
     masked_positions_only = False
     detects_replaced_tokens = True
 
-    def make_heads(self, discriminator, generator, dtype=None):
+    def make_heads(self, discriminator, generator, dtype=None, tied_output=True):
         c = discriminator.config
         return {
             "discriminator_predictions": DiscriminatorHead(
