@@ -3,9 +3,9 @@ denominator).
 
 `jit_compile="auto"` follows a rule derived from measurements of the full ELECTRA-Small step
 (batch 32 x 128) on the CPUs this project has met (docs/PERFORMANCE.md has the figures): XLA
-was faster on AMD Zen 3 (AVX2) and Intel Ice Lake (AVX-512, no bfloat16), slower on AMD Zen 4
-(AVX-512 with AVX512_BF16), where oneDNN's kernels beat XLA-CPU's code; on GPUs and TPUs XLA is
-the fast path. So: accelerators and CPUs without AVX512_BF16/AMX use XLA, the others do not.
+was faster on AMD Zen 3 (AVX2), equal within noise on Intel Ice Lake (AVX-512, no bfloat16),
+slower on AMD Zen 4 (AVX-512 with AVX512_BF16), where oneDNN's kernels beat XLA-CPU's code; on
+GPUs and TPUs XLA is the fast path. So: accelerators and CPUs without AVX512_BF16/AMX use XLA, the others do not.
 
 The peak comes from a table for known accelerators (dense tensor-core / MXU figures of the
 vendors' data sheets) or, on a CPU, from a matmul benchmark measured once and cached per CPU
