@@ -181,13 +181,15 @@ def _load_huggingface(
     generator = gen or first
     if "generator_predictions" in parts:
         generator.check_generator_head()
-    pconfig = pretraining_config_for(config, gen.config if gen else None, untied, **overrides)
-    networks = build_pretrainer(
-        pconfig,
-        config.model_config.vocab_size,
-        special_ids,
-        tied_generator_output=generator.tied_output or "generator_predictions" not in parts,
+    # a generator saved with tie_word_embeddings false keeps its own output table
+    tied = generator.tied_output or "generator_predictions" not in parts
+    pconfig = pretraining_config_for(
+        config,
+        gen.config if gen else None,
+        untied,
+        **{"tied_output_embeddings": tied, **overrides},
     )
+    networks = build_pretrainer(pconfig, config.model_config.vocab_size, special_ids)
     reader = hf.pretrainer_reader(prefix, gen is not None, not untied)
     needed = networks.weights_of(parts)
     report = checkpoints.restore_by_name(needed, prefix, what="model config", reader=reader)

@@ -309,12 +309,10 @@ def main() -> None:
             raise UserError(f"--objectives: {obj!r} is not one of {', '.join(objectives.NAMES)}")
     if FLAGS.seeds < 2:
         raise UserError("--seeds must be at least 2 (medians and intervals over seeds)")
-    recipe = read_json(repo_path(FLAGS.recipe))
-    if FLAGS.recipe_overrides:
-        overrides = json.loads(FLAGS.recipe_overrides)
-        if not isinstance(overrides, dict):
-            raise UserError("--recipe_overrides must be a JSON object")
-        recipe = {**recipe, **overrides}
+    overrides = json.loads(FLAGS.recipe_overrides or "{}")
+    if not isinstance(overrides, dict):
+        raise UserError("--recipe_overrides must be a JSON object")
+    recipe = {**read_json(repo_path(FLAGS.recipe)), **overrides}
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="electra_efficiency_")
     os.makedirs(work_dir, exist_ok=True)
     progress(f"work dir {work_dir}, results to {FLAGS.out_dir}")
@@ -338,7 +336,7 @@ def main() -> None:
             "budgets": sorted(float(b) for b in FLAGS.budgets),
             "scale": FLAGS.scale,
             "seeds": FLAGS.seeds,
-            "recipe_overrides": json.loads(FLAGS.recipe_overrides or "{}"),
+            "recipe_overrides": overrides,
             "validation_split": FLAGS.validation_split,
             "budget_flops": next(iter(the_plan.values()))["budget_flops"],
             "plan": {

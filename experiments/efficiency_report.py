@@ -117,6 +117,14 @@ def _fmt_ci(ci) -> str:
 
 def markdown(report: Dict[str, Any], comps: List[Dict[str, Any]]) -> str:
     s = report["settings"]
+    about_data = [f"{report['train_size']} train / {report['dev_size']} dev sentences"]
+    if s.get("validation_split"):
+        about_data.append(
+            f"the dev set is the last {s['validation_split']} sentences of the train file, "
+            "a pilot's validation split"
+        )
+    if s.get("recipe_overrides"):
+        about_data.append(f"recipe overrides {json.dumps(s['recipe_overrides'])}")
     lines = [
         "# Compute efficiency: ELECTRA vs masked LM at equal pretraining FLOPs",
         "",
@@ -124,19 +132,7 @@ def markdown(report: Dict[str, Any], comps: List[Dict[str, Any]]) -> str:
         f"largest budget {s['budget_flops']:.3g} FLOPs of real arithmetic per objective "
         "(lookups as gathers, backward = 2x forward; the paper's convention beside it); "
         f"checkpoints at {', '.join(str(b) for b in s['budgets'])} of it. Fine-tuning: movie "
-        f"sentiment ({report['train_size']} train / {report['dev_size']} dev sentences"
-        + (
-            f"; the dev set is the last {s['validation_split']} sentences of the train file, "
-            "a pilot's validation split"
-            if s.get("validation_split")
-            else ""
-        )
-        + (
-            f"; recipe overrides {json.dumps(s['recipe_overrides'])}"
-            if s.get("recipe_overrides")
-            else ""
-        )
-        + "), "
+        f"sentiment ({'; '.join(about_data)}), "
         f"{s['seeds']} seeds per point; dev accuracy (%); 95% intervals by bootstrap over dev "
         "sentences and seeds.",
         "",

@@ -21,14 +21,12 @@ def build_pretrainer(
     config: PretrainingConfig,
     vocab_size: int,
     special_ids: Dict[str, int],
-    tied_generator_output: bool = True,
     word_continuation: Optional[np.ndarray] = None,
 ) -> ElectraPretrainer:
     """The generator and discriminator encoders wired as the original (tied embeddings), or as
     the objective / generator variants of the hparams ask, with their heads built.
-    `tied_generator_output` False (loading a Hugging Face generator saved untied) gives the
-    masked-LM heads output layers of their own, as the `tied_output_embeddings` hparam does. `word_continuation` (whole-word masking's ##
-    table, `vocab.continuation_table`) defaults to the config's vocab file's, where it exists."""
+    `word_continuation` (whole-word masking's ## table, `vocab.continuation_table`) defaults to
+    the config's vocab file's, where it exists."""
     disc_config, gen_config = config.model_configs(vocab_size)
     policy = keras.mixed_precision.DTypePolicy(config.scale.precision)
     g = config.generator
@@ -62,7 +60,7 @@ def build_pretrainer(
         disallow_correct=config.objective.disallow_correct,
         uniform_generator=g.uniform_generator if samples else False,
         unigram_counts=counts,
-        tied_output_embeddings=tied_generator_output and config.model.tied_output_embeddings,
+        tied_output_embeddings=config.model.tied_output_embeddings,
         whole_word_masking=wwm,
         word_continuation=word_continuation if wwm else None,
         dtype=policy,

@@ -5,7 +5,8 @@ denominator).
 (batch 32 x 128) on the CPUs this project has met (docs/PERFORMANCE.md has the figures): XLA
 was faster on AMD Zen 3 (AVX2), equal within noise on Intel Ice Lake (AVX-512, no bfloat16),
 slower on AMD Zen 4 (AVX-512 with AVX512_BF16), where oneDNN's kernels beat XLA-CPU's code; on
-GPUs and TPUs XLA is the fast path. So: accelerators and CPUs without AVX512_BF16/AMX use XLA, the others do not.
+GPUs and TPUs XLA is the fast path. So: accelerators and CPUs without AVX512_BF16/AMX use XLA,
+the others do not.
 
 The peak comes from a table for known accelerators (dense tensor-core / MXU figures of the
 vendors' data sheets) or, on a CPU, from a matmul benchmark measured once and cached per CPU
@@ -100,13 +101,18 @@ def peak_flops(precision: str = "float32", override: Optional[float] = None) -> 
     return cached_cpu_peak(dtype)
 
 
+def intra_op_threads() -> int:
+    """The threads TensorFlow's ops run on (the setting, else one per CPU)."""
+    return tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count() or 1
+
+
 MIN_CPU_SHARE = 0.8  # below: another process took part of the CPU while measuring
 
 
 def cached_cpu_peak(dtype: str) -> Tuple[float, str]:
     """The CPU's matmul peak, measured once per (CPU model, threads, dtype, TF version)."""
     model, _ = cpu_info()
-    threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count()
+    threads = intra_op_threads()
     key = f"{model}|{threads}|{dtype}|{tf.__version__}|v2"  # v2: CPU share checked
     directory = cache_dir()
     path = os.path.join(directory, "peak_flops.json") if directory else None
@@ -139,7 +145,7 @@ def measure_matmul_peak(dtype: str = "float32", n: int = 2048, seconds: float = 
     """The best FLOP/s of an n x n x n matmul in `dtype` over about `seconds`, its description,
     and the share of the intra-op threads' CPU time the process got while timing (about 1 on an
     idle CPU, less when other processes compete)."""
-    threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count() or 1
+    threads = intra_op_threads()
     with tf.device(device or "/cpu:0"):
         a = tf.random.normal([n, n], dtype=tf.float32)
         a = tf.cast(a, dtype)
