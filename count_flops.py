@@ -6,9 +6,12 @@ python count_flops.py --backward_factor=2   # the same runs with backward = 2x f
 python count_flops.py --profile --model_size=small [--json]
     # this project's model counted by TensorFlow's profiler vs the analytic count; slow on a
     # CPU (tracing the small model's training step takes a few minutes). See docs/FLOPS.md.
+python count_flops.py --profile --profile_hparams=experiments/recipes/pretrain_small_budget.json \
+    --profile_seq_len=64    # the recipe's (and the demo's) model
 """
 
 import json
+import os
 
 from absl import app, flags
 
@@ -29,6 +32,11 @@ flags.DEFINE_bool(
 flags.DEFINE_enum("model_size", "small", ["small", "base", "large"], "Model size for --profile.")
 flags.DEFINE_integer("profile_batch_size", 2, "Batch size of the profiled graphs.")
 flags.DEFINE_integer("profile_seq_len", 128, "Sequence length of the profiled graphs.")
+flags.DEFINE_string(
+    "profile_hparams", None,
+    "--profile this recipe's model instead of a preset (a pretraining hparams JSON file, e.g. "
+    "experiments/recipes/pretrain_small_budget.json: its model keys and its vocab's size).",
+)  # fmt: skip
 
 
 def paper_table(backward_factor: float = 1.0) -> dict:
@@ -67,7 +75,7 @@ def format_profile(r: dict) -> str:
         return f"{label:<34} {profiler:>12.4e} {analytic:>12.4e} {ratio:>7.4f}"
 
     title = (
-        f"ELECTRA-{r['model_size']} pretraining, batch {r['batch_size']} x {r['seq_len']} "
+        f"{r.get('name') or 'ELECTRA-' + r['model_size']} pretraining, batch {r['batch_size']} x {r['seq_len']} "
         f"tokens ({r['max_predictions_per_seq']} masked positions per sequence)"
     )
     step = r["profiler_train_step_flops"]
@@ -108,9 +116,17 @@ def main(argv) -> None:
             raise UserError("--profile_batch_size must be >= 1 and --profile_seq_len >= 2")
         from electra_tf.train.profiling import profile_pretraining_flops
 
+        hparams = None
+        if FLAGS.profile_hparams:
+            from electra_tf.io_utils import read_json
+            from electra_tf.pretraining_config import recipe_model_hparams
+
+            hparams = recipe_model_hparams(read_json(FLAGS.profile_hparams), os.getcwd())
         report = profile_pretraining_flops(
-            FLAGS.model_size, FLAGS.profile_batch_size, FLAGS.profile_seq_len
+            FLAGS.model_size, FLAGS.profile_batch_size, FLAGS.profile_seq_len, hparams
         )
+        if FLAGS.profile_hparams:
+            report["name"] = FLAGS.profile_hparams
         print(json.dumps(report) if FLAGS.json else format_profile(report))
         return
     table = paper_table(FLAGS.backward_factor)

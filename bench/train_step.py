@@ -5,7 +5,8 @@ python bench/train_step.py [--model_size=small --batch_size=32 --seq_len=128 --s
     --warmup=3 --jit_compile=auto|true|false --iterations_per_loop=10 --precision=float32
     --gradient_accumulation_steps=1 --generator_hidden_size=0.25 --[no]dropout --threads=2
     --peak_flops=F] [--peer=hf --peer_python=/work/venv-bench/bin/python --rounds=2]
-    [--data=synthetic|corpus] [--json_only] [--profile_dir=DIR]
+    [--data=synthetic|corpus] [--json_only] [--profile_dir=DIR] [--hparams=RECIPE.json]
+    [--compare_loops=1,20]
 
 Ours is exactly what `run_pretraining.py` runs with its defaults: a `Trainer` (the default
 ELECTRA-small config: embedding 128, generator 1/4, AdamW, clip 1.0) under a OneDeviceStrategy,
@@ -28,6 +29,11 @@ gathers, backward = 2x forward; the paper's convention is printed beside it) aga
 and transformers: bench/requirements.txt) on the same batch, with the same thread count and
 precision (`torch.autocast` for the mixed ones), and alternates: `--rounds` times, our `--steps`
 steps then its `--steps` steps, so that both see the same machine load. ratio = ours / peer.
+
+`--hparams=experiments/recipes/pretrain_small_budget.json --seq_len=64` measures the recipe's
+(and the demo's) small model instead of a preset; `--compare_loops=1,20` measures those
+`iterations_per_loop` values against each other (alternating rounds, no peer): what one host
+synchronisation per call saves.
 
 Prints one JSON line, then a table (unless --json_only).
 """
@@ -53,6 +59,17 @@ flags.DEFINE_enum(
     "jit_compile", "auto", ["auto", "true", "false"], "XLA (run_pretraining's default: auto)."
 )
 flags.DEFINE_integer("iterations_per_loop", 10, "Steps per call (run_pretraining's default: 10).")
+flags.DEFINE_list(
+    "compare_loops", [],
+    "e.g. 1,20: measure these iterations_per_loop values instead, alternating in one process "
+    "(the same compiled step function; --steps should be a multiple of the largest).",
+)  # fmt: skip
+flags.DEFINE_string(
+    "hparams", None,
+    "A pretraining recipe JSON (e.g. experiments/recipes/pretrain_small_budget.json): its model "
+    "(model_size, model_hparam_overrides, embedding_size, vocab_file relative to the repo) "
+    "replaces the preset's; --batch_size and --seq_len still set the batch.",
+)  # fmt: skip
 flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step.")
 flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
@@ -103,11 +120,21 @@ def build_runner(tmp, tf):
         peak_flops=FLAGS.peak_flops,
         log_every_steps=10**9,
     )
+    if FLAGS.hparams:
+        from electra_tf.pretraining_config import recipe_model_hparams
+
+        with open(FLAGS.hparams, encoding="utf-8") as f:
+            recipe = json.load(f)
+        hparams.update(recipe_model_hparams(recipe, REPO))
+        if "vocab_file" in recipe:
+            hparams["vocab_file"] = os.path.join(REPO, recipe["vocab_file"])
     if FLAGS.embedding_size:
         hparams["embedding_size"] = FLAGS.embedding_size
     if not FLAGS.dropout:
         hparams["model_hparam_overrides"] = dict(
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+            hparams.get("model_hparam_overrides", {}),
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
         )
     config = PretrainingConfig.from_flat("bench", tmp, hparams)
     return Trainer(config, strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
@@ -206,6 +233,48 @@ def peer_spec(runner, tmp, batch):
     return path
 
 
+def compare_loops(runner, our_steps, tf):
+    """seq/s for each --compare_loops value, measured in alternating rounds after one warm-up
+    call of each (a call's first run with a new step count pays nothing extra: the count is a
+    tensor argument, so one traced function serves them all)."""
+    from electra_tf.train import devices
+
+    sizes = [int(v) for v in FLAGS.compare_loops]
+    for k in sizes:
+        our_steps(max(FLAGS.warmup, k), k)
+    times = {k: [] for k in sizes}
+    for _ in range(FLAGS.rounds):
+        for k in sizes:
+            times[k] += our_steps(FLAGS.steps, k)
+    b, length = FLAGS.batch_size, FLAGS.seq_len
+    res = {
+        "iterations_per_loop": {str(k): b / statistics.median(t) for k, t in times.items()},
+        "cpu": devices.cpu_info()[0],
+        "batch_size": b,
+        "seq_len": length,
+        "hparams": FLAGS.hparams,
+        "model_size": FLAGS.model_size,
+        "steps": FLAGS.steps,
+        "rounds": FLAGS.rounds,
+        "jit_compile": runner.jit_compile,
+        "precision": FLAGS.precision,
+        "real_flops_per_step": runner.real_flops_per_step,
+    }
+    print(json.dumps(res), flush=True)
+    if FLAGS.json_only:
+        return
+    base = res["iterations_per_loop"][str(sizes[0])]
+    print(
+        f"\n{FLAGS.hparams or 'ELECTRA-' + FLAGS.model_size}, batch {b} x {length}, "
+        f"{FLAGS.precision}, XLA {'on' if runner.jit_compile else 'off'}, on {res['cpu']}: "
+        f"median of {FLAGS.steps * FLAGS.rounds} steps per setting, alternating"
+    )
+    print(f"{'iterations_per_loop':>20s} {'seq/s':>8s} {'steps/s':>8s} {'vs first':>9s}")
+    for k in sizes:
+        v = res["iterations_per_loop"][str(k)]
+        print(f"{k:20d} {v:8.1f} {v / b:8.2f} {v / base:9.2f}")
+
+
 def main(_):
     import tensorflow as tf
 
@@ -236,6 +305,8 @@ def main(_):
             n -= k
         return times
 
+    if FLAGS.compare_loops:
+        return compare_loops(runner, our_steps, tf)
     peer = Peer(peer_spec(runner, tmp, batch)) if FLAGS.peer else None
     t0 = time.perf_counter()
     our_steps(1, 1)

@@ -75,6 +75,23 @@ def test_flops_per_objective(sparse):
         assert electra / mlm > 1.5
 
 
+def test_recipe_model_hparams_of_the_committed_recipe():
+    from electra_tf.pretraining_config import recipe_model_hparams
+
+    with open(os.path.join(ROOT, "experiments", "recipes", "pretrain_small_budget.json")) as f:
+        recipe = json.load(f)
+    with open(os.path.join(ROOT, recipe["vocab_file"]), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    values = recipe_model_hparams(recipe, ROOT)
+    # only what shapes the model; the vocab's size counted from its file (one token a line)
+    assert set(values) == {"model_size", "model_hparam_overrides", "embedding_size", "vocab_size"}
+    assert values["vocab_size"] == len(lines) - (lines[-1] == "")
+    c = PretrainingConfig.from_flat("m", "/nonexistent", values)
+    disc, gen = c.model_configs(c.model.vocab_size)
+    assert (disc.hidden_size, disc.num_hidden_layers, disc.embedding_size) == (128, 4, 128)
+    assert (gen.hidden_size, disc.vocab_size) == (32, values["vocab_size"])
+
+
 def test_budget_points_are_whole_checkpoints():
     assert efficiency._quantum([0.25, 0.5, 1.0]) == 4
     assert efficiency._quantum([1.0]) == 1
