@@ -92,6 +92,22 @@ def test_recipe_model_hparams_of_the_committed_recipe():
     assert (gen.hidden_size, disc.vocab_size) == (32, values["vocab_size"])
 
 
+def test_child_command_carries_every_flag_of_the_plan():
+    from absl.testing import flagsaver
+
+    with flagsaver.flagsaver(seeds=3, budgets=["0.5", "1"], recipe_overrides='{"a": 1}',
+                             validation_split=1000, budget_flops=None):  # fmt: skip
+        args = efficiency.child_command("/w", "mlm", baseline=False)
+    assert args[:2] == [sys.executable, os.path.join(ROOT, "experiments", "efficiency.py")]
+    given = dict(a[2:].split("=", 1) for a in args[2:])
+    assert given["objectives"] == "mlm" and given["jobs"] == "1" and given["baseline"] == "false"
+    assert given["work_dir"] == "/w" and given["out_dir"] == os.path.join("/w", "parts", "mlm")
+    assert (given["seeds"], given["budgets"], given["validation_split"]) == ("3", "0.5,1", "1000")
+    assert given["recipe_overrides"] == '{"a": 1}' and "budget_flops" not in given
+    # every flag that shapes the data, the plan or the fine-tuning reaches the child
+    assert set(efficiency.CHILD_FLAGS) - {"budget_flops"} <= set(given)
+
+
 def test_budget_points_are_whole_checkpoints():
     assert efficiency._quantum([0.25, 0.5, 1.0]) == 4
     assert efficiency._quantum([1.0]) == 1
@@ -208,6 +224,7 @@ def test_end_to_end_minuscule(tmp_path):
         "--budgets=0.5,1",
         "--seeds=2",
         "--bootstrap=100",
+        "--jobs=2",  # each objective in its own process; the parent finds their runs done
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
