@@ -119,7 +119,7 @@ def main(argv) -> None:
         hparams = None
         if FLAGS.profile_hparams:
             from electra_tf.io_utils import read_json
-            from electra_tf.pretraining_config import recipe_model_hparams
+            from electra_tf.recipes import recipe_model_hparams
 
             hparams = recipe_model_hparams(read_json(FLAGS.profile_hparams), os.getcwd())
         report = profile_pretraining_flops(

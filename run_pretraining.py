@@ -16,6 +16,7 @@ from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
 from electra_tf.io_utils import copy_file_atomically, read_json
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.recipes import schedule_for_steps
 
 REPO = os.path.dirname(os.path.abspath(__file__))
 DEMO_DATA_DIR = os.path.join("runs", "demo")
@@ -25,8 +26,6 @@ DEMO_MODEL_NAME = "electra_small_demo"
 RECIPE = os.path.join(REPO, "experiments", "recipes", "pretrain_small_budget.json")
 DEMO_STEPS = 600
 DEMO_OVERRIDES = dict(
-    num_train_steps=DEMO_STEPS,
-    num_warmup_steps=DEMO_STEPS // 10,
     save_checkpoints_steps=DEMO_STEPS,
     keep_checkpoint_max=1,
     num_eval_steps=20,
@@ -37,7 +36,8 @@ DEMO_OVERRIDES = dict(
 
 def demo_hparams(recipe: dict) -> dict:
     """The recipe with the demo's overrides; `vocab_file` is the data dir's copy of its vocab."""
-    return {**{k: v for k, v in recipe.items() if k != "vocab_file"}, **DEMO_OVERRIDES}
+    kept = {k: v for k, v in recipe.items() if k != "vocab_file"}
+    return {**kept, **schedule_for_steps(recipe, DEMO_STEPS), **DEMO_OVERRIDES}
 
 
 flags.DEFINE_string("data_dir", None, "Holds pretrain_tfrecords/, vocab.txt and models/.")

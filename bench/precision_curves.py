@@ -14,6 +14,7 @@ JSON. On a CPU without bfloat16 units mixed_bfloat16 still runs (emulated, slowl
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,15 +60,14 @@ def run_worker(recipe: dict) -> None:
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.recipes import schedule_for_steps
     from electra_tf.train import Trainer
 
-    warmup = recipe.get("num_warmup_steps", 0) / recipe["num_train_steps"]
     hparams = {
         **recipe,
+        **schedule_for_steps(recipe, FLAGS.steps),
         "vocab_file": os.path.join(REPO, recipe["vocab_file"]),
         "precision": FLAGS.worker,
-        "num_train_steps": FLAGS.steps,
-        "num_warmup_steps": max(1, round(warmup * FLAGS.steps)),
         "do_eval": False,
         "log_every_steps": 10**9,
     }
@@ -104,8 +104,7 @@ def main(_):
     w, ref = FLAGS.window, FLAGS.precisions[0]
     rows = []
     for start in range(0, FLAGS.steps, w):
-        means = {k: sum(r["losses"][start : start + w]) / len(r["losses"][start : start + w])
-                 for k, r in runs.items()}  # fmt: skip
+        means = {k: statistics.fmean(r["losses"][start : start + w]) for k, r in runs.items()}
         rows.append({"steps": f"{start + 1}-{min(start + w, FLAGS.steps)}", **means})
     result = {
         "cpu": devices.cpu_info()[0],

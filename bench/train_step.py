@@ -121,7 +121,7 @@ def build_runner(tmp, tf):
         log_every_steps=10**9,
     )
     if FLAGS.hparams:
-        from electra_tf.pretraining_config import recipe_model_hparams
+        from electra_tf.recipes import recipe_model_hparams
 
         with open(FLAGS.hparams, encoding="utf-8") as f:
             recipe = json.load(f)

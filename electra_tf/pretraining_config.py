@@ -379,18 +379,3 @@ def _flag(values: Dict[str, Any], key: str) -> bool:
     if not isinstance(value, bool):
         raise UserError(f"hparam {key}: expected bool, got {value!r} ({type(value).__name__})")
     return value
-
-
-MODEL_SHAPE_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size", "objective",
-                       "generator_hidden_size", "tied_output_embeddings",
-                       "untied_generator_embeddings")  # fmt: skip
-
-
-def recipe_model_hparams(recipe: Mapping[str, Any], root: str) -> Dict[str, Any]:
-    """The hparams of a recipe that shape its model (for benchmarks and FLOP counts of that
-    model), with `vocab_size` counted from its `vocab_file` (relative paths from `root`)."""
-    values = {k: recipe[k] for k in MODEL_SHAPE_HPARAMS if k in recipe}
-    if "vocab_file" in recipe:
-        with open(os.path.join(root, recipe["vocab_file"]), encoding="utf-8") as f:
-            values["vocab_size"] = sum(1 for _ in f)
-    return values

@@ -179,15 +179,14 @@ def pretraining_config(
     data_dir: str, recipe: Dict[str, Any], objective: str, steps: int, every: int
 ):
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.recipes import schedule_for_steps
 
     train_files, _ = shards(data_dir)
-    warmup = recipe.get("num_warmup_steps", 0) / max(recipe["num_train_steps"], 1)
     hparams = {
         **recipe,
+        **schedule_for_steps(recipe, steps),
         "vocab_file": os.path.join(data_dir, "vocab.txt"),
         "objective": objective,
-        "num_train_steps": steps,
-        "num_warmup_steps": max(1, round(warmup * steps)),
         "save_checkpoints_steps": every,
         "keep_checkpoint_max": 0,  # keep every budget point
         "pretrain_tfrecords": train_files,

@@ -76,7 +76,7 @@ def test_flops_per_objective(sparse):
 
 
 def test_recipe_model_hparams_of_the_committed_recipe():
-    from electra_tf.pretraining_config import recipe_model_hparams
+    from electra_tf.recipes import recipe_model_hparams
 
     with open(os.path.join(ROOT, "experiments", "recipes", "pretrain_small_budget.json")) as f:
         recipe = json.load(f)
