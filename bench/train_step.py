@@ -243,12 +243,19 @@ def compare_loops(runner, our_steps, tf):
     for k in sizes:
         our_steps(max(FLAGS.warmup, k), k)
     times = {k: [] for k in sizes}
+    rounds = {k: [] for k in sizes}  # seq/s of each round: its steps over their total time
+    b, length = FLAGS.batch_size, FLAGS.seq_len
     for _ in range(FLAGS.rounds):
         for k in sizes:
-            times[k] += our_steps(FLAGS.steps, k)
-    b, length = FLAGS.batch_size, FLAGS.seq_len
+            t = our_steps(FLAGS.steps, k)
+            times[k] += t
+            rounds[k].append(b * len(t) / sum(t))
+    # each round's ratio to the first size's round beside it: the pairs share the machine's load
+    paired = {k: [r / r0 for r, r0 in zip(rounds[k], rounds[sizes[0]])] for k in sizes}
     res = {
         "iterations_per_loop": {str(k): b / statistics.median(t) for k, t in times.items()},
+        "per_round_seq_per_s": {str(k): v for k, v in rounds.items()},
+        "per_round_ratio": {str(k): v for k, v in paired.items()},
         "cpu": devices.cpu_info()[0],
         "batch_size": b,
         "seq_len": length,
@@ -269,10 +276,16 @@ def compare_loops(runner, our_steps, tf):
         f"{FLAGS.precision}, XLA {'on' if runner.jit_compile else 'off'}, on {res['cpu']}: "
         f"median of {FLAGS.steps * FLAGS.rounds} steps per setting, alternating"
     )
-    print(f"{'iterations_per_loop':>20s} {'seq/s':>8s} {'steps/s':>8s} {'vs first':>9s}")
+    print(
+        f"{'iterations_per_loop':>20s} {'seq/s':>8s} {'steps/s':>8s} {'vs first':>9s} "
+        f"{'round ratios: median [min, max]':>32s}  rounds' seq/s"
+    )
     for k in sizes:
         v = res["iterations_per_loop"][str(k)]
-        print(f"{k:20d} {v:8.1f} {v / b:8.2f} {v / base:9.2f}")
+        p = paired[k]
+        spread = f"{statistics.median(p):.3f} [{min(p):.3f}, {max(p):.3f}]"
+        each = " ".join(f"{r:.1f}" for r in rounds[k])
+        print(f"{k:20d} {v:8.1f} {v / b:8.2f} {v / base:9.2f} {spread:>32s}  {each}")
 
 
 def main(_):
