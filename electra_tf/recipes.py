@@ -4,6 +4,8 @@ read for purposes other than a full run: the model they shape, their schedule at
 import os
 from typing import Any, Dict, Mapping
 
+from electra_tf import vocab
+
 MODEL_SHAPE_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size", "objective",
                        "generator_hidden_size", "tied_output_embeddings",
                        "untied_generator_embeddings")  # fmt: skip
@@ -13,9 +15,8 @@ def recipe_model_hparams(recipe: Mapping[str, Any], root: str) -> Dict[str, Any]
     """The hparams of a recipe that shape its model (for benchmarks and FLOP counts of that
     model), with `vocab_size` counted from its `vocab_file` (relative paths from `root`)."""
     values = {k: recipe[k] for k in MODEL_SHAPE_HPARAMS if k in recipe}
-    if "vocab_file" in recipe:
-        with open(os.path.join(root, recipe["vocab_file"]), encoding="utf-8") as f:
-            values["vocab_size"] = sum(1 for _ in f)
+    if "vocab_file" in recipe:  # counted as the Trainer counts it (a repeated line is one entry)
+        values["vocab_size"] = len(vocab.load_vocab(os.path.join(root, recipe["vocab_file"])))
     return values
 
 
