@@ -287,7 +287,10 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
     results_dir = config.results_dir
     path = os.path.join(results_dir, "sst.json")
     done = read_json(path) if os.path.exists(path) else None
-    if not done or done.get("config", {}).get("init_checkpoint") != checkpoint:
+    # reused only when every hparam given here (the fine-tuning recipe's included) is the one
+    # recorded: an edited recipe re-runs the fine-tuning
+    recorded = (done or {}).get("config", {})
+    if not done or any(recorded.get(k) != v for k, v in hparams.items()):
         t = time.time()
         run_finetuning(config)
         progress(f"fine-tuned {name} ({FLAGS.seeds} seeds) in {time.time() - t:.0f}s")

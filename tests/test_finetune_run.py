@@ -200,6 +200,30 @@ def test_restores_the_pretrained_encoder(run_dir):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_reinit_top_layers_keeps_the_fresh_initialisation_of_the_top_layers(run_dir):
+    from electra_tf.finetune.runner import restore_encoder
+
+    d, enc = run_dir
+    ckpt = os.path.join(d, "models", "tiny", "model.ckpt-5")
+    keras.utils.set_random_seed(7)
+    model, _ = build_model(tiny_config(), [ClassificationHead("sst", 2, name="sst")], dummy_batch())
+    top = model.encoder.transformer_layers[-1]
+    built = {w.path: w.numpy() for w in top.weights}
+    restore_encoder(model, ckpt, reinit_top_layers=1)
+    pretrained = {w.path: w.numpy() for w in enc.weights}
+    top_paths = set(built)
+    assert len(top_paths) == 16  # 4 attention kernels + biases, 2 FFN, 2 LayerNorms: 2 each
+    for ours, theirs in zip(model.encoder.weights, enc.weights):
+        if ours.path in top_paths:  # the build's values, which are not the checkpoint's
+            np.testing.assert_array_equal(ours.numpy(), built[ours.path])
+            if "kernel" in ours.path:
+                assert not np.allclose(ours.numpy(), theirs.numpy())
+        else:  # embeddings and the lower layer: the checkpoint's
+            np.testing.assert_array_equal(ours.numpy(), pretrained[theirs.path])
+    with pytest.raises(UserError, match="reinit_top_layers 3: the encoder has 2 layers"):
+        restore_encoder(model, ckpt, reinit_top_layers=3)
+
+
 def test_random_init_is_the_no_pretraining_baseline(run_dir, capsys):
     d, enc = run_dir
     hp = {**HPARAMS, "do_train": False, "keep_all_models": True}

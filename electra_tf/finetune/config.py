@@ -56,6 +56,9 @@ class ModelHparams:
     embedding_size: Optional[int] = hparam(None, help="only without a config.json by the model")
     vocab_size: int = hparam(30522, help="only without a config.json by the model")
     do_lower_case: bool = True
+    # new: the top N transformer layers keep their fresh initialisation instead of the
+    # pretrained weights (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning")
+    reinit_top_layers: int = hparam(0, help="0: every layer pretrained (the original)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -103,8 +103,19 @@ def with_pretrained_size(data_dir: str, model_name: str, hparams: dict[str, Any]
     return hparams
 
 
-def restore_encoder(model: FinetuningModel, checkpoint: str) -> None:
+def restore_encoder(model: FinetuningModel, checkpoint: str, reinit_top_layers: int = 0) -> None:
     """Loads the pretrained discriminator into `model.encoder`: a checkpoint of this project's
     pretraining (object-based), an original TF1 one (by variable name) or a Hugging Face
-    directory."""
+    directory. The top `reinit_top_layers` transformer layers keep the values they were built
+    with (the model's own initialisers, under the trial's seed)."""
+    layers = model.encoder.transformer_layers
+    if not 0 <= reinit_top_layers <= len(layers):
+        raise UserError(
+            f"reinit_top_layers {reinit_top_layers}: the encoder has {len(layers)} layers"
+        )
+    fresh = layers[len(layers) - reinit_top_layers :]
+    values = [[w.numpy() for w in layer.weights] for layer in fresh]
     checkpoints.restore_discriminator(model.encoder, checkpoint)
+    for layer, kept in zip(fresh, values):
+        for weight, value in zip(layer.weights, kept):
+            weight.assign(value)

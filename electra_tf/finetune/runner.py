@@ -246,8 +246,10 @@ def run_trial(
         keras.utils.set_random_seed(seed)
     model, _ = build_model(model_config, [t.make_head() for t in tasks], dummy)
     if checkpoint is not None:
-        restore_encoder(model, checkpoint)
+        restore_encoder(model, checkpoint, config.reinit_top_layers)
         log(f"trial {trial}: loaded the discriminator encoder from {checkpoint}")
+        if config.reinit_top_layers:
+            log(f"trial {trial}: the top {config.reinit_top_layers} layer(s) re-initialised")
     elif config.random_init:
         log(f"trial {trial}: random_init: the encoder starts from random weights")
     info: dict[str, Any] = {"trial": trial, "seed": seed}
