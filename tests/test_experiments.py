@@ -84,7 +84,9 @@ def test_recipe_model_hparams_of_the_committed_recipe():
         lines = f.read().split("\n")
     values = recipe_model_hparams(recipe, ROOT)
     # only what shapes the model; the vocab's size counted from its file (one token a line)
-    assert set(values) == {"model_size", "model_hparam_overrides", "embedding_size", "vocab_size"}
+    assert set(values) == {"model_size", "model_hparam_overrides", "embedding_size", "vocab_size",
+                           "tied_output_embeddings"}  # fmt: skip
+    assert values["tied_output_embeddings"] is False  # the pilot's fix for rare-row collapse
     assert values["vocab_size"] == len(lines) - (lines[-1] == "")
     c = PretrainingConfig.from_flat("m", "/nonexistent", values)
     disc, gen = c.model_configs(c.model.vocab_size)
