@@ -5,7 +5,8 @@ keeps its set of vectors and their scale but loses which vector belongs to which
 
     python experiments/pilot/embeddings_transfer/shuffle_embedding_rows.py PRETRAINING_CKPT OUT_DIR
 
-writes OUT_DIR/ckpt-shuffled (a fine-tuning-style checkpoint: `model/encoder`) with the run's
+writes OUT_DIR/ckpt-shuffled (the encoder alone, under `model/encoder` as a fine-tuning
+checkpoint holds it) with the run's
 config.json and vocab.txt beside it, for `run_finetuning.py --hparams='{"init_checkpoint":
 "OUT_DIR/ckpt-shuffled", ...}'`."""
 
@@ -19,10 +20,8 @@ import tensorflow as tf
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, REPO)
 
-from electra_tf import run_dir  # noqa: E402
-from electra_tf.finetune.classification.head import ClassificationHead  # noqa: E402
-from electra_tf.finetune.model import build_model  # noqa: E402
-from electra_tf.finetune.pretrained import restore_encoder  # noqa: E402
+from electra_tf import checkpoints, run_dir  # noqa: E402
+from electra_tf.modeling.encoder import TransformerEncoder  # noqa: E402
 
 FIRST_LEARNED_ID = 104  # after BERT's layout of [PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK]
 
@@ -31,13 +30,11 @@ def main(src: str, out: str) -> None:
     os.makedirs(out, exist_ok=True)
     here = os.path.dirname(src)
     model_config = run_dir.read_run_config(os.path.join(here, "config.json")).model_config
-    z = tf.zeros([1, 8], tf.int32)
-    dummy = {"input_ids": z, "input_mask": z + 1, "segment_ids": z,
-             "task_id": tf.zeros([1], tf.int32), "sst_label_ids": tf.zeros([1], tf.int32),
-             "sst_eid": tf.zeros([1], tf.int32)}  # fmt: skip
-    model, _ = build_model(model_config, [ClassificationHead("sst", 2, name="sst")], dummy)
-    restore_encoder(model, src)
-    table = model.encoder.embeddings.word_embeddings
+    encoder = TransformerEncoder(model_config, name="electra")
+    ids = tf.zeros([1, 8], tf.int32)
+    encoder(ids, ids + 1, ids)  # builds the variables
+    checkpoints.restore_discriminator(encoder, src)
+    table = encoder.embeddings.word_embeddings
     values = table.numpy()
     order = np.arange(values.shape[0])
     order[FIRST_LEARNED_ID:] = FIRST_LEARNED_ID + np.random.default_rng(0).permutation(
@@ -45,7 +42,8 @@ def main(src: str, out: str) -> None:
     )
     table.assign(values[order])
     print(f"{table.path} {values.shape}: {int((order != np.arange(len(order))).sum())} rows moved")
-    tf.train.Checkpoint(model=model).write(os.path.join(out, "ckpt-shuffled"))
+    holder = tf.train.Checkpoint(encoder=encoder)
+    tf.train.Checkpoint(model=holder).write(os.path.join(out, "ckpt-shuffled"))
     for name in ("config.json", "vocab.txt"):
         shutil.copy(os.path.join(here, name), os.path.join(out, name))
 
