@@ -1,7 +1,8 @@
 """The fifth pilot round's control (experiments/README.md): a copy of a pretraining checkpoint's
-discriminator whose word-embedding rows are permuted among the learned tokens (ids >= 104 among
-themselves, seed 0; [PAD], [UNK], [CLS], [SEP], [MASK] and the unused ids stay), so that the table
-keeps its set of vectors and their scale but loses which vector belongs to which word.
+discriminator whose word-embedding rows are permuted among the learned tokens (those after the
+vocab's reserved ones, from id 104 in BERT's layout, seed 0; [PAD], [UNK], [CLS], [SEP], [MASK] and
+the unused ids stay), so that the table keeps its set of vectors and their scale but loses which
+vector belongs to which word.
 
     python experiments/pilot/embeddings_transfer/shuffle_embedding_rows.py PRETRAINING_CKPT OUT_DIR
 
@@ -20,10 +21,16 @@ import tensorflow as tf
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, REPO)
 
-from electra_tf import checkpoints, run_dir  # noqa: E402
+from build_vocab import reserved_tokens  # noqa: E402
+from electra_tf import checkpoints, run_dir, vocab  # noqa: E402
 from electra_tf.modeling.encoder import TransformerEncoder  # noqa: E402
 
-FIRST_LEARNED_ID = 104  # after BERT's layout of [PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK]
+
+def first_learned_id(vocab_file: str) -> int:
+    """The id of the first token the vocab learner added (104 in BERT's layout)."""
+    reserved = set(reserved_tokens(reserve_unused=True))
+    tokens = vocab.vocab_tokens(vocab.load_vocab(vocab_file))
+    return next(i for i, t in enumerate(tokens) if t not in reserved)
 
 
 def main(src: str, out: str) -> None:
@@ -36,10 +43,9 @@ def main(src: str, out: str) -> None:
     checkpoints.restore_discriminator(encoder, src)
     table = encoder.embeddings.word_embeddings
     values = table.numpy()
+    first = first_learned_id(os.path.join(here, "vocab.txt"))
     order = np.arange(values.shape[0])
-    order[FIRST_LEARNED_ID:] = FIRST_LEARNED_ID + np.random.default_rng(0).permutation(
-        values.shape[0] - FIRST_LEARNED_ID
-    )
+    order[first:] = first + np.random.default_rng(0).permutation(values.shape[0] - first)
     table.assign(values[order])
     print(f"{table.path} {values.shape}: {int((order != np.arange(len(order))).sum())} rows moved")
     holder = tf.train.Checkpoint(encoder=encoder)
