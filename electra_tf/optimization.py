@@ -80,8 +80,9 @@ def layerwise_lr_multipliers(
     num_layers: int,
     decay: float,
     fixed_top_layer: bool = False,
+    embedding_multiplier: float = 1.0,
 ) -> Dict[str, float]:
-    """decay^(max_depth - depth) per variable path.
+    """decay^(max_depth - depth) per variable path, times `embedding_multiplier` at depth 0.
 
     The original uses max depth n+2, so the top layer gets decay^2 although nothing sits at depth
     n+1 (a known quirk kept for reproducibility). `fixed_top_layer=True` uses max depth n+1 for
@@ -94,7 +95,7 @@ def layerwise_lr_multipliers(
         top = num_layers + 2
         if fixed_top_layer and depth <= num_layers:
             top = num_layers + 1
-        out[path] = decay ** (top - depth)
+        out[path] = decay ** (top - depth) * (embedding_multiplier if depth == 0 else 1.0)
     return out
 
 

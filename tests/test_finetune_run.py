@@ -81,6 +81,14 @@ def test_layerwise_learning_rates_12_layers():
     assert fixed("layer_0/attention/self/query/kernel") == pytest.approx(0.8**12)
     assert fixed("layer_11/output/LayerNorm/gamma") == pytest.approx(0.8)
     assert fixed("task_specific/sst/dense/bias") == 1.0
+    frozen = by_path(layerwise_lr_multipliers(variables, 12, 0.8, embedding_multiplier=0.0))
+    assert frozen("embeddings/word_embeddings") == 0.0
+    assert frozen("embeddings/LayerNorm/gamma") == 0.0
+    assert frozen("embeddings_project/kernel") == 0.0
+    assert frozen("layer_0/attention/self/query/kernel") == pytest.approx(0.8**13)
+    half = by_path(layerwise_lr_multipliers(variables, 12, 1.0, embedding_multiplier=0.5))
+    assert half("embeddings/position_embeddings") == 0.5  # decay off: only the factor
+    assert half("layer_5/output/dense/kernel") == 1.0
 
 
 def save_name_based(variables, prefix):
@@ -222,6 +230,22 @@ def test_reinit_top_layers_keeps_the_fresh_initialisation_of_the_top_layers(run_
             np.testing.assert_array_equal(ours.numpy(), pretrained[theirs.path])
     with pytest.raises(UserError, match="reinit_top_layers 3: the encoder has 2 layers"):
         restore_encoder(model, ckpt, reinit_top_layers=3)
+
+
+def test_embedding_lr_multiplier_zero_keeps_the_pretrained_embeddings(run_dir, tmp_path):
+    d, enc = run_dir
+    hp = {**HPARAMS, "keep_all_models": True, "embedding_lr_multiplier": 0.0}
+    run_finetuning(FinetuningConfig("tiny", str(d), task_names=["sst"], **hp))
+    kept = os.path.join(d, "models", "tiny", "finetuning_models", "sst_model_1", "ckpt")
+    model, _ = build_model(tiny_config(), [ClassificationHead("sst", 2, name="sst")], dummy_batch())
+    tf.train.Checkpoint(model=model).read(kept).expect_partial()
+    moved = {"embeddings": [], "layers": []}
+    for theirs, ours in zip(enc.weights, model.encoder.weights):
+        part = "embeddings" if "/embeddings" in ours.path else "layers"
+        moved[part].append(float(np.abs(ours.numpy() - theirs.numpy()).max()))
+    assert len(moved["embeddings"]) >= 5  # word, position, type, LayerNorm gamma and beta
+    assert max(moved["embeddings"]) == 0.0  # not even weight decay moves them
+    assert min(moved["layers"]) > 0.0  # every other tensor trained
 
 
 def test_random_init_is_the_no_pretraining_baseline(run_dir, capsys):

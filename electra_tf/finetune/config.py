@@ -69,6 +69,11 @@ class OptimizationHparams:
     weight_decay_rate: float = 0.01
     layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
     layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
+    # new: pretrained word vectors carry over to words the task's training set lacks only while
+    # the words it has stay near them; 0 keeps the embedding layer as pretrained
+    embedding_lr_multiplier: float = hparam(
+        1.0, help="times the embedding layer's rate (after layer-wise decay); 0: frozen"
+    )
     num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
     clip_norm: float = 1.0
@@ -303,6 +308,10 @@ class FinetuningConfig:
                 raise UserError(f"{key} must be positive, got {getattr(self, key)}")
         if self.num_train_epochs < 0:
             raise UserError(f"num_train_epochs must be >= 0, got {self.num_train_epochs}")
+        if self.embedding_lr_multiplier < 0:
+            raise UserError(
+                f"embedding_lr_multiplier must be >= 0, got {self.embedding_lr_multiplier}"
+            )
         if not 0 <= self.warmup_proportion <= 1:
             raise UserError(f"warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
         if self.save_checkpoints_steps < 1:
