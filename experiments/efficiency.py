@@ -295,9 +295,15 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
         run_finetuning(config)
         progress(f"fine-tuned {name} ({FLAGS.seeds} seeds) in {time.time() - t:.0f}s")
         done = read_json(path)
-    labels = dev_labels(data_dir)
+    correct = correct_per_seed(results_dir, dev_labels(data_dir), FLAGS.seeds)
+    return {"correct": correct, "reported": [t["dev"]["accuracy"] for t in done["trials"]]}
+
+
+def correct_per_seed(results_dir: str, labels: List[str], seeds: int) -> List[str]:
+    """One string of "0"/"1" per trial (right or wrong on each dev sentence), from the trials'
+    prediction files in `results_dir`."""
     correct = []
-    for trial in range(1, FLAGS.seeds + 1):
+    for trial in range(1, seeds + 1):
         suffix = "" if trial == 1 else f"_trial{trial}"
         with open(
             os.path.join(results_dir, f"sst_dev_predictions{suffix}.tsv"), encoding="utf-8"
@@ -306,7 +312,7 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
         if len(preds) != len(labels):
             raise UserError(f"{results_dir}: {len(preds)} predictions for {len(labels)} dev rows")
         correct.append("".join("1" if p == g else "0" for p, g in zip(preds, labels)))
-    return {"correct": correct, "reported": [t["dev"]["accuracy"] for t in done["trials"]]}
+    return correct
 
 
 # -- parallel objectives --------------------------------------------------------------------------

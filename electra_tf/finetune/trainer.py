@@ -46,16 +46,15 @@ def log(msg: str) -> None:
 def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> ElectraAdamW:
     n_layers = model.model_config.num_hidden_layers
     variables = model.trainable_variables
-    multipliers = None
+    # decay off is decay 1: every multiplier 1 but the embedding factor's
     decay = config.layerwise_lr_decay if config.layerwise_lr_decay > 0 else 1.0
-    if decay != 1.0 or config.embedding_lr_multiplier != 1.0:
-        multipliers = layerwise_lr_multipliers(
-            variables,
-            n_layers,
-            decay,
-            config.layerwise_lr_decay_fixed,
-            embedding_multiplier=config.embedding_lr_multiplier,
-        )
+    multipliers = layerwise_lr_multipliers(
+        variables,
+        n_layers,
+        decay,
+        config.layerwise_lr_decay_fixed,
+        embedding_multiplier=config.embedding_lr_multiplier,
+    )
     warmup = steps * config.warmup_proportion  # a float, as the original's
     schedule = ElectraSchedule(config.learning_rate, max(steps, 1), warmup)
     return make_optimizer(

@@ -5,24 +5,16 @@ dirs (run_finetuning.py model dirs under DATA_DIR/models/)."""
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from efficiency_report import bootstrap_difference, median_accuracy  # noqa: E402
+from efficiency import correct_per_seed, dev_labels  # noqa: E402
+from efficiency_report import bootstrap_difference, correct_matrix, median_accuracy  # noqa: E402
 
 
-def correct(data_dir: str, name: str, random_init: bool = False, seeds: int = 3) -> np.ndarray:
+def correct(data_dir: str, name: str, random_init: bool = False, seeds: int = 3):
     """[seeds, sentences] 0/1 from the run's prediction files and the split's labels."""
-    with open(f"{data_dir}/finetuning_data/sst/dev.tsv", encoding="utf-8") as f:
-        labels = [line.split("\t")[1].strip() for line in f.read().splitlines()[1:] if line]
-    results = f"{data_dir}/models/{name}/results" + ("_random_init" if random_init else "")
-    rows = []
-    for trial in range(1, seeds + 1):
-        suffix = "" if trial == 1 else f"_trial{trial}"
-        with open(f"{results}/sst_dev_predictions{suffix}.tsv", encoding="utf-8") as f:
-            preds = [line.split("\t")[1] for line in f.read().splitlines()[1:]]
-        rows.append([p == g for p, g in zip(preds, labels)])
-    return np.array(rows, np.float64)
+    folder = "results_random_init" if random_init else "results"
+    results = os.path.join(data_dir, "models", name, folder)
+    return correct_matrix(correct_per_seed(results, dev_labels(data_dir), seeds))
 
 
 WIKI, MIX = "/work/pilot/v30/data", "/work/s5/mix/data"
