@@ -219,19 +219,28 @@ def plot(report: Dict[str, Any], path: str) -> None:
         ax.axhline(base["median"], color="grey", ls="--", label=LABELS["baseline"])
     ax.set_xscale("log")
     ax.set_xlabel("pretraining FLOPs (real arithmetic; points offset slightly)")
-    ax.set_ylabel("movie dev accuracy (%): median, 95% CI")
+    split = report["settings"].get("validation_split", 0)
+    scored_on = f"validation split of {split}" if split else "dev"
+    ax.set_ylabel(f"movie {scored_on} accuracy (%): median, 95% CI")
     ax.set_title("fine-tuned on movie sentiment")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend(ax, fontsize=7)
     ax2.set_xscale("log")
     ax2.set_xlabel("pretraining FLOPs (real arithmetic)")
     ax2.set_ylabel("held-out pretraining metric")
-    ax2.set_title("held-out Wikipedia shard")
+    ax2.set_title("held-out shard of the pretraining text")
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=6)
+    _legend(ax2, fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _legend(ax, fontsize: int) -> None:
+    # interim outputs (before the first fine-tuning ends) have nothing labelled yet, and an
+    # empty legend makes matplotlib warn
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=fontsize)
 
 
 def write_outputs(out_dir: str, report: Dict[str, Any], reps: int = 2000) -> Optional[str]:

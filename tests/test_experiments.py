@@ -230,6 +230,8 @@ def test_end_to_end_minuscule(tmp_path):
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the interim outputs (the baseline alone has no held-out curve) draw no empty legend
+    assert "No artists with labels" not in proc.stderr
     report = json.loads((out / "efficiency.json").read_text())
     runs = {(r["objective"], r["budget"]): r for r in report["runs"]}
     assert set(runs) == {("baseline", 0.0), ("electra", 0.5), ("electra", 1.0), ("mlm", 0.5),
