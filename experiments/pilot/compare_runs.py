@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Sequence, Tuple
 
+from electra_tf import run_dir
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from efficiency import correct_per_seed, dev_labels  # noqa: E402
 from efficiency_report import bootstrap_difference, correct_matrix, median_accuracy  # noqa: E402
@@ -14,9 +16,12 @@ from efficiency_report import bootstrap_difference, correct_matrix, median_accur
 
 def correct(data_dir: str, name: str, random_init: bool = False, seeds: int = 3):
     """[seeds, sentences] 0/1 from the run's prediction files and the split's labels."""
-    folder = "results_random_init" if random_init else "results"
-    results = os.path.join(data_dir, "models", name, folder)
+    results = run_dir.RunDirectory(run_dir.model_dir(data_dir, name)).results_dir(random_init)
     return correct_matrix(correct_per_seed(results, dev_labels(data_dir), seeds))
+
+
+def _per_seed(m) -> str:
+    return ", ".join(f"{x:.1f}" for x in m.mean(axis=1) * 100)
 
 
 def compare(pairs: Sequence[Tuple[str, tuple, tuple]], seeds: int = 3) -> None:
@@ -25,6 +30,5 @@ def compare(pairs: Sequence[Tuple[str, tuple, tuple]], seeds: int = 3) -> None:
         a, b = correct(*a_run, seeds=seeds), correct(*b_run, seeds=seeds)
         r = bootstrap_difference(a, b, 2000, 0)
         lo, hi = r["ci95"]
-        per_seed = lambda m: ", ".join(f"{x:.1f}" for x in m.mean(axis=1) * 100)  # noqa: E731
-        print(f"{label}: [{per_seed(a)}] vs [{per_seed(b)}]; medians {median_accuracy(a):.1f} vs "
+        print(f"{label}: [{_per_seed(a)}] vs [{_per_seed(b)}]; medians {median_accuracy(a):.1f} vs "
               f"{median_accuracy(b):.1f}: {r['difference']:+.1f} [{lo:+.1f}, {hi:+.1f}]")  # fmt: skip
