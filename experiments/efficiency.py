@@ -47,6 +47,7 @@ for path in (REPO, os.path.dirname(os.path.abspath(__file__))):
         sys.path.insert(0, path)
 
 import efficiency_report  # noqa: E402
+from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 
 from electra_tf import objectives  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
@@ -165,11 +166,6 @@ def shards(data_dir: str):
     files = sorted(f for f in os.listdir(out) if f.startswith("pretrain_data.tfrecord"))
     paths = [os.path.join(out, f) for f in files]
     return ",".join(paths[1:]), paths[0]
-
-
-def dev_labels(data_dir: str) -> List[str]:
-    with open(os.path.join(data_dir, "finetuning_data", "sst", "dev.tsv"), encoding="utf-8") as f:
-        return [line.rstrip("\n").split("\t")[-1] for line in f.readlines()[1:] if line.strip()]
 
 
 # -- pretraining ----------------------------------------------------------------------------------
@@ -297,22 +293,6 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
         done = read_json(path)
     correct = correct_per_seed(results_dir, dev_labels(data_dir), FLAGS.seeds)
     return {"correct": correct, "reported": [t["dev"]["accuracy"] for t in done["trials"]]}
-
-
-def correct_per_seed(results_dir: str, labels: List[str], seeds: int) -> List[str]:
-    """One string of "0"/"1" per trial (right or wrong on each dev sentence), from the trials'
-    prediction files in `results_dir`."""
-    correct = []
-    for trial in range(1, seeds + 1):
-        suffix = "" if trial == 1 else f"_trial{trial}"
-        with open(
-            os.path.join(results_dir, f"sst_dev_predictions{suffix}.tsv"), encoding="utf-8"
-        ) as f:
-            preds = [line.rstrip("\n").split("\t")[1] for line in f.readlines()[1:]]
-        if len(preds) != len(labels):
-            raise UserError(f"{results_dir}: {len(preds)} predictions for {len(labels)} dev rows")
-        correct.append("".join("1" if p == g else "0" for p, g in zip(preds, labels)))
-    return correct
 
 
 # -- parallel objectives --------------------------------------------------------------------------

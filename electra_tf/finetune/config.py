@@ -59,6 +59,11 @@ class ModelHparams:
     # new: the top N transformer layers keep their fresh initialisation instead of the
     # pretrained weights (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning")
     reinit_top_layers: int = hparam(0, help="0: every layer pretrained (the original)")
+    # new: [CLS] carries no pretraining signal of its own (ELECTRA labels it "original" always,
+    # masked LM never scores it); the mean of the token vectors does
+    classifier_pooling: str = hparam(
+        "cls", choices=("cls", "mean"), help="GLUE heads read [CLS] (the original) or the mean"
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Sequence, Tuple
 from electra_tf import run_dir
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from efficiency import correct_per_seed, dev_labels  # noqa: E402
 from efficiency_report import bootstrap_difference, correct_matrix, median_accuracy  # noqa: E402
+from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 
 
 def correct(data_dir: str, name: str, random_init: bool = False, seeds: int = 3):

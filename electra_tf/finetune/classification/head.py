@@ -1,11 +1,29 @@
 """The GLUE heads: the [CLS] vector -> dropout(0.1) (on top of the encoder's) -> dense (glorot,
 no pooler), as the original's `classification_tasks.py`. Losses are per example (cross-entropy;
-squared error against label / 5 for regression), summed over the batch by the runner."""
+squared error against label / 5 for regression), summed over the batch by the runner.
+
+`pooling="mean"` (new, hparam `classifier_pooling`) reads the mean of the real tokens' vectors
+instead of [CLS]: ELECTRA's pretraining gives [CLS] a constant label ("original") and masked LM
+no loss at all, so a short fine-tuning must teach [CLS] to summarise the sentence from scratch."""
 
 import keras
 import tensorflow as tf
 
 from electra_tf.finetune.task import softmax_cross_entropy
+
+POOLINGS = ("cls", "mean")
+
+
+def pool(sequence_output: tf.Tensor, input_mask: tf.Tensor, pooling: str) -> tf.Tensor:
+    """[B, L, H] -> [B, H]: the [CLS] vector, or the mean over the positions where
+    `input_mask` is 1 ([CLS] and [SEP] included)."""
+    if pooling == "cls":
+        return sequence_output[:, 0]
+    if pooling != "mean":
+        raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
+    mask = tf.cast(input_mask, sequence_output.dtype)[:, :, tf.newaxis]
+    total = tf.reduce_sum(sequence_output * mask, axis=1)
+    return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1, mask.dtype))
 
 
 class ClassificationHead(keras.layers.Layer):
@@ -15,18 +33,30 @@ class ClassificationHead(keras.layers.Layer):
         task_name: the feature-name prefix (`<task>_label_ids`, `<task>_eid`).
         num_labels: number of classes.
         dropout_rate: dropout on the [CLS] vector when training (the original: 0.1).
+        pooling: "cls" (the original) or "mean" (the real tokens' mean; see the module).
 
     Example:
         head = ClassificationHead("sst", 2, name="sst")
         out = head(tf.zeros([2, 8, 16]), {"sst_label_ids": tf.constant([0, 1]),
-                                           "sst_eid": tf.constant([0, 1])})
+                                           "sst_eid": tf.constant([0, 1]),
+                                           "input_mask": tf.ones([2, 8], tf.int32)})
     """
 
-    def __init__(self, task_name: str, num_labels: int, dropout_rate: float = 0.1, **kwargs):
+    def __init__(
+        self,
+        task_name: str,
+        num_labels: int,
+        dropout_rate: float = 0.1,
+        pooling: str = "cls",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
         self.task_name = task_name
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
+        self.pooling = pooling
         self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
         self.dense = keras.layers.Dense(
             num_labels, kernel_initializer="glorot_uniform", name="dense"
@@ -37,7 +67,8 @@ class ClassificationHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, features, training=False):
-        reprs = self.dropout(sequence_output[:, 0], training=training)
+        pooled = pool(sequence_output, features["input_mask"], self.pooling)
+        reprs = self.dropout(pooled, training=training)
         logits = tf.cast(self.dense(reprs), tf.float32)
         label_ids = features[f"{self.task_name}_label_ids"]
         loss, predictions = softmax_cross_entropy(logits, label_ids, self.num_labels)
@@ -52,7 +83,10 @@ class ClassificationHead(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            task_name=self.task_name, num_labels=self.num_labels, dropout_rate=self.dropout_rate
+            task_name=self.task_name,
+            num_labels=self.num_labels,
+            dropout_rate=self.dropout_rate,
+            pooling=self.pooling,
         )
         return config
 
@@ -63,17 +97,22 @@ class RegressionHead(keras.layers.Layer):
     Args:
         task_name: the feature-name prefix (`<task>_targets`, `<task>_eid`).
         dropout_rate: dropout on the [CLS] vector when training (the original: 0.1).
+        pooling: "cls" (the original) or "mean" (the real tokens' mean; see the module).
 
     Example:
         head = RegressionHead("sts", name="sts")
         out = head(tf.zeros([2, 8, 16]), {"sts_targets": tf.constant([0.2, 0.8]),
-                                           "sts_eid": tf.constant([0, 1])})
+                                           "sts_eid": tf.constant([0, 1]),
+                                           "input_mask": tf.ones([2, 8], tf.int32)})
     """
 
-    def __init__(self, task_name: str, dropout_rate: float = 0.1, **kwargs):
+    def __init__(self, task_name: str, dropout_rate: float = 0.1, pooling: str = "cls", **kwargs):
         super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
         self.task_name = task_name
         self.dropout_rate = dropout_rate
+        self.pooling = pooling
         self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
         self.dense = keras.layers.Dense(1, kernel_initializer="glorot_uniform", name="dense")
 
@@ -82,7 +121,8 @@ class RegressionHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, features, training=False):
-        reprs = self.dropout(sequence_output[:, 0], training=training)
+        pooled = pool(sequence_output, features["input_mask"], self.pooling)
+        reprs = self.dropout(pooled, training=training)
         predictions = tf.squeeze(tf.cast(self.dense(reprs), tf.float32), -1)
         targets = tf.cast(features[f"{self.task_name}_targets"], tf.float32)
         return {
@@ -94,5 +134,7 @@ class RegressionHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(task_name=self.task_name, dropout_rate=self.dropout_rate)
+        config.update(
+            task_name=self.task_name, dropout_rate=self.dropout_rate, pooling=self.pooling
+        )
         return config

@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf import packing
+from electra_tf.finetune.classification.head import pool
 from electra_tf.finetune.serving import (
     IDS_SIGNATURE,
     TEXT_PAIR_SIGNATURE,
@@ -35,7 +36,7 @@ def serving_functions(
 
     def outputs(input_ids, input_mask, segment_ids):
         seq = context.encode(input_ids, input_mask, segment_ids)
-        logits = tf.cast(head.dense(seq[:, 0]), tf.float32)
+        logits = tf.cast(head.dense(pool(seq, input_mask, head.pooling)), tf.float32)
         if label_strings is None:
             # as the runner's predictions: back on the data's scale (STS: 0..5)
             return {"prediction": tf.squeeze(logits, -1) * scale}

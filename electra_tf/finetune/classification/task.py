@@ -165,9 +165,10 @@ class GlueTask(Task):
         return features
 
     def make_head(self) -> keras.layers.Layer:
+        pooling = self.config.classifier_pooling
         if self.is_regression:
-            return RegressionHead(self.name, name=self.name)
-        return ClassificationHead(self.name, len(self.label_list), name=self.name)
+            return RegressionHead(self.name, pooling=pooling, name=self.name)
+        return ClassificationHead(self.name, len(self.label_list), pooling=pooling, name=self.name)
 
     def make_scorer(self, split: str, examples: list[Any]) -> Scorer:
         if self.is_regression:

