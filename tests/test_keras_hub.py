@@ -188,6 +188,39 @@ def test_finetuning_starts_from_a_keras_hub_preset(preset, tmp_path):
     assert delta[real].max() < 1e-4
 
 
+def test_pretraining_warm_starts_its_discriminator_from_a_keras_hub_preset(preset):
+    from test_checkpoints import SPECIAL
+
+    from electra_tf import checkpoints
+    from electra_tf.modeling.builders import build_pretrainer
+    from electra_tf.pretraining_config import PretrainingConfig
+
+    path, backbone, tokenizer = preset
+    layers = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    hparams = dict(
+        model_size="small",
+        embedding_size=8,
+        # the run's own activation: keras-hub's, so that the outputs can match
+        model_hparam_overrides={
+            **layers,
+            "max_position_embeddings": LENGTH,
+            "hidden_act": "gelu_approximate",
+        },
+        generator_hidden_size=0.5,
+        max_seq_length=LENGTH,
+    )
+    model = build_pretrainer(
+        PretrainingConfig.from_flat("w", "/nonexistent", hparams), len(VOCAB), SPECIAL
+    )
+    restored, missing = checkpoints.warm_start(model, path)
+    assert restored == 39  # embeddings (5), projection (2), 2 layers x 16: the whole encoder
+    assert missing and all(not m.startswith("electra/") for m in missing)  # heads, generator
+    x = keras_hub_pack(tokenizer, TEXTS)
+    ours = model.discriminator(x["token_ids"], x["padding_mask"], x["segment_ids"]).numpy()
+    real = x["padding_mask"].astype(bool)
+    assert np.abs(ours - sequence_output(backbone, x))[real].max() < 1e-4
+
+
 @pytest.mark.slow
 def test_cli_finetunes_from_a_keras_hub_preset(preset, tmp_path):
     path, _, _ = preset
