@@ -1,6 +1,6 @@
 """Exports a checkpoint (this project's, an original google-research TF1 one or a Hugging Face
 directory, detected automatically) as a SavedModel with serving signatures, in the original's
-checkpoint layout, or in the Hugging Face layout.
+checkpoint layout, in the Hugging Face layout, or as a keras-hub preset.
 
     python export_model.py --checkpoint=DATA_DIR/models/NAME --export_dir=OUT \\
         [--head=discriminator|generator|encoder] \\
@@ -12,12 +12,19 @@ the vocab to the `vocab.txt` beside it. `--checkpoint` may be a Hugging Face dir
 (`save_pretrained`'s: config.json with model_type "electra", model.safetensors; an
 ElectraForPreTraining, ElectraForMaskedLM or ElectraModel) or two joined by a comma,
 `DISC_DIR,GEN_DIR` (both networks); its own config.json is the model config and its
-tokenizer_config.json gives do_lower_case.
+tokenizer_config.json gives do_lower_case. It may also be a keras-hub ElectraBackbone preset
+(`save_to_preset`'s: config.json, model.weights.h5, tokenizer.json,
+assets/tokenizer/vocabulary.txt): the encoder (--head=encoder), its tokenizer's vocabulary and
+`lowercase`; its pooled_dense has no counterpart here and is left out (with a warning).
 
 `--format=huggingface` writes `--head`'s network as ElectraForPreTraining (discriminator),
 ElectraForMaskedLM (generator) or ElectraModel (encoder): config.json, model.safetensors,
 vocab.txt, tokenizer_config.json, special_tokens_map.json (`transformers`' from_pretrained and
-AutoTokenizer.from_pretrained read it).
+AutoTokenizer.from_pretrained read it). `--format=keras_hub --head=encoder` writes the encoder
+as a keras-hub preset (keras_hub.models.ElectraBackbone / ElectraTokenizer.from_preset read it;
+no keras-hub needed to write it). keras-hub applies the tanh approximation of GELU: an exact-GELU
+model ("gelu") is refused unless --allow_activation_change, which prints the largest difference
+on a probe batch; pooled_dense, which ELECTRA lacks, is written freshly initialised.
 
 The SavedModel's signatures: `serving_default` (int32
 input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair` (two string
@@ -71,7 +78,16 @@ flags.DEFINE_string(
 flags.DEFINE_enum("head", "discriminator", ["discriminator", "generator", "encoder"], "Head.")
 flags.DEFINE_string("export_dir", None, "Output directory (must not exist or be empty).")
 flags.DEFINE_enum(
-    "format", "saved_model", ["saved_model", "original_checkpoint", "huggingface"], "Format."
+    "format",
+    "saved_model",
+    ["saved_model", "original_checkpoint", "huggingface", "keras_hub"],
+    "Format.",
+)
+flags.DEFINE_bool(
+    "allow_activation_change",
+    False,
+    "--format=keras_hub: export an exact-GELU model although keras-hub applies the tanh GELU "
+    "(the largest difference on a probe batch is printed).",
 )
 flags.DEFINE_string(
     "vocab_file", None, "WordPiece vocab; default: vocab.txt beside the checkpoint."
@@ -99,7 +115,7 @@ def check_vocab_found(vocab_file, prefix: str, run_dir) -> None:
     (`save_pretrained` of a model alone): it exports without the text parts."""
     if vocab_file is not None:
         return
-    if not run_dir.huggingface_dirs(prefix):
+    if not run_dir.huggingface_dirs(prefix):  # a keras-hub preset always has its vocabulary
         raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
     print(
         f"{prefix}: no vocab.txt or tokenizer.json: exporting without the tokenizer "
@@ -117,7 +133,7 @@ def main() -> None:
 
     export.check_export_dir(FLAGS.export_dir)
     prefix = run_dir.resolve_checkpoint(FLAGS.checkpoint)
-    if FLAGS.model_config and run_dir.huggingface_dirs(prefix):
+    if FLAGS.model_config and run_dir.foreign_dirs(prefix):
         raise UserError(f"{prefix}: --model_config does not apply (its config.json is the model's)")
     vocab_file = FLAGS.vocab_file or run_dir.vocab_beside(prefix)
     config_path = FLAGS.model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
@@ -143,6 +159,20 @@ def main() -> None:
             loaded, FLAGS.head, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case
         )
         print(f"wrote the {FLAGS.head} ({len(names)} tensors) to {FLAGS.export_dir}")
+    elif FLAGS.format == "keras_hub":
+        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        print(loaded.report.summary(), flush=True)
+        names = export.export_keras_hub(
+            loaded,
+            FLAGS.head,
+            FLAGS.export_dir,
+            vocab_file,
+            FLAGS.do_lower_case,
+            FLAGS.allow_activation_change,
+        )
+        print(
+            f"wrote the keras-hub ElectraBackbone preset ({len(names)} weights) to {FLAGS.export_dir}"
+        )
     elif FLAGS.format == "saved_model":
         check_vocab_found(vocab_file, prefix, run_dir)
         loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)

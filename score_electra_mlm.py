@@ -12,7 +12,7 @@ a masked LM over the generator's top-k candidates, next to the generator's own a
 
 scores another checkpoint instead: a pair of Hugging Face directories (ElectraForPreTraining,
 ElectraForMaskedLM), or any checkpoint `export_model.py` reads that holds both networks and the
-discriminator head. Its own config gives the model, the objective's defaults the masking (15%), and
+discriminator head (not a keras-hub preset: an ElectraBackbone has no generator). Its own config gives the model, the objective's defaults the masking (15%), and
 DATA_DIR/pretrain_tfrecords/ the data (`--max_seq_length` its length; DATA_DIR/vocab.txt the special
 token ids); the results are printed, and written to DATA_DIR/models/NAME/ only with `--model_name`.
 """
@@ -51,6 +51,14 @@ def main(_argv) -> None:
     if not FLAGS.data_dir or not (FLAGS.model_name or FLAGS.checkpoint):
         raise UserError("--data_dir and --model_name (or --checkpoint) are required")
     if FLAGS.checkpoint:
+        from electra_tf.keras_hub.config import is_preset
+
+        if is_preset(FLAGS.checkpoint):
+            raise UserError(
+                f"{FLAGS.checkpoint}: a keras-hub ElectraBackbone preset is the discriminator's "
+                "encoder alone, with no generator and no heads; scoring needs both networks "
+                "(score the run it was exported from, or Hugging Face DISC_DIR,GEN_DIR)"
+            )
         vocab_file = os.path.join(FLAGS.data_dir, run_dir.VOCAB_FILE)  # the records' vocab
         tokens = vocab.read_vocab(vocab_file)
         loaded = loading.load_networks(

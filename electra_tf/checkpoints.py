@@ -9,7 +9,8 @@ checkpoint's object graph alongside the model's, attribute by attribute.
 
 A Hugging Face directory (or a "DISC_DIR,GEN_DIR" pair, `run_dir.huggingface_dirs`) is read as
 a name-based checkpoint: `electra_tf.huggingface.checkpoint` translates its tensors to the
-original's names and layouts, and the name-based restore does the rest.
+original's names and layouts, and the name-based restore does the rest; so is a keras-hub
+ElectraBackbone preset (`electra_tf.keras_hub.preset`, an encoder).
 
 Either way every variable is checked before anything is assigned: a shape mismatch names the
 variable and both shapes, and a variable the checkpoint lacks is an error unless the caller asked
@@ -149,7 +150,7 @@ def restore_by_name(
     path. Shape mismatches always raise; absent names raise when `strict` (listing them all),
     else are returned in `missing`. `reader`: the checkpoint's tensors by name (default
     `tf.train.load_checkpoint(prefix)`; a Hugging Face directory's `TensorReader`)."""
-    source = "original" if reader is None else "huggingface"
+    source = "original" if reader is None else getattr(reader, "format", "huggingface")
     reader = reader or tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     pairs, missing = [], []
@@ -257,7 +258,7 @@ def damaged_checkpoint(prefix: str, e: Exception) -> UserError:
 
 
 def _restore_discriminator(encoder, prefix: str) -> None:
-    if run_dir.huggingface_dirs(prefix):
+    if run_dir.foreign_dirs(prefix):
         from electra_tf.huggingface.checkpoint import encoder_reader
 
         reader = encoder_reader(prefix)
@@ -282,7 +283,7 @@ def warm_start(model, path: str) -> Tuple[int, List[str]]:
 
 
 def _warm_start(model, prefix: str) -> Tuple[int, List[str]]:
-    if run_dir.huggingface_dirs(prefix):
+    if run_dir.foreign_dirs(prefix):
         from electra_tf.huggingface.checkpoint import pretrainer_reader
         from electra_tf.huggingface.names import UNTIED_OUTPUT
 

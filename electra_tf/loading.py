@@ -171,6 +171,11 @@ def _load_huggingface(
     models = hf.read_source(prefix)
     first, gen = models[0], (models[1] if len(models) == 2 else None)
     config = run_dir.read_run_config(first.config_path)
+    if config.kind == run_dir.KERAS_HUB and head in ("discriminator", "generator"):
+        raise UserError(
+            f"{prefix}: a keras-hub ElectraBackbone preset is the encoder alone (no "
+            f"{head} head): use --head=encoder"
+        )
     has = {"discriminator": True, "generator": gen is not None}
     has["discriminator_predictions"] = first.architecture == DISCRIMINATOR
     has["generator_predictions"] = gen is not None or first.architecture == GENERATOR
@@ -213,7 +218,7 @@ def load_networks(
     masking."""
     prefix = run_dir.resolve_checkpoint(checkpoint)
     special_ids = dict(special_ids or vocab.BERT_UNCASED_SPECIAL_IDS)
-    if run_dir.huggingface_dirs(prefix):
+    if run_dir.foreign_dirs(prefix):  # Hugging Face directories, a keras-hub preset
         overrides = {**EXPORT_OVERRIDES, **overrides, "data_dir": data_dir}
         return _load_huggingface(prefix, head, special_ids, overrides)
     config_path = model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)

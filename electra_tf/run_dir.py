@@ -25,7 +25,9 @@ A Hugging Face directory (`save_pretrained`'s layout) is a checkpoint too: `conf
 `model_type` ("electra"), `model.safetensors` (or its sharded index), and optionally `vocab.txt`
 (or `tokenizer.json`, which transformers 5 writes instead), `tokenizer_config.json`
 (`do_lower_case`) and `special_tokens_map.json`. Two of them joined by a comma,
-"DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`).
+"DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`). So is a
+keras-hub ElectraBackbone preset (`save_to_preset`'s: `electra_tf.keras_hub.config`), an encoder;
+`foreign_dirs` finds either.
 """
 
 import dataclasses
@@ -35,11 +37,22 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from electra_tf.errors import UserError
+from electra_tf.foreign_dirs import (  # noqa: F401 (the Hugging Face files' names, here too)
+    CONFIG_FILE,
+    HF_GENERATOR,
+    HF_PICKLE_FILE,
+    HF_SPECIAL_TOKENS_FILE,
+    HF_TOKENIZER_CONFIG_FILE,
+    HF_TOKENIZER_FILE,
+    HF_WEIGHTS_FILE,
+    HF_WEIGHTS_INDEX_FILE,
+    foreign_dirs,
+    huggingface_dirs,
+)
 from electra_tf.io_utils import copy_file_atomically, read_json, write_atomically, write_json
 from electra_tf.model_config import ModelConfig
 from electra_tf.run_lock import RunLock
 
-CONFIG_FILE = "config.json"
 BERT_CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 EVAL_RESULTS_FILE = "eval_results.json"
@@ -49,15 +62,8 @@ PRETRAINING = "pretraining"
 FINETUNING = "finetuning"
 MODEL = "model"  # a bare BERT JSON model config (an original release)
 HUGGINGFACE = "huggingface"  # a Hugging Face config.json (it has a `model_type`)
-KINDS = (PRETRAINING, FINETUNING, MODEL, HUGGINGFACE)
-# a Hugging Face directory's files
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # sharded weights
-HF_PICKLE_FILE = "pytorch_model.bin"  # never loaded: unpickling runs arbitrary code
-HF_TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of vocab.txt
-HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
-HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+KERAS_HUB = "keras_hub"  # a keras-hub preset's config.json (it has a `class_name`)
+KINDS = (PRETRAINING, FINETUNING, MODEL, HUGGINGFACE, KERAS_HUB)
 KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
 LOCK_FILE = "run.lock"
 # what a run's config.json holds beside the flat hparams
@@ -70,13 +76,14 @@ class RunConfig:
 
     Attributes:
         path: the file read.
-        kind: "pretraining", "finetuning", "model" (a bare BERT JSON) or "huggingface".
+        kind: "pretraining", "finetuning", "model" (a bare BERT JSON), "huggingface" or
+            "keras_hub".
         model_config: the discriminator's (or the fine-tuned encoder's) config.
         generator_config: the pretraining generator's config, or None.
         hparams: the flat hparams the run was started with ({} for "model"; for "huggingface",
-            `do_lower_case` where its tokenizer_config.json says).
-        extra: other recorded values (num_replicas, flops_per_step; for "huggingface", the
-            config.json itself under "huggingface").
+            `do_lower_case` where its tokenizer_config.json says, for "keras_hub" its tokenizer's).
+        extra: other recorded values (num_replicas, flops_per_step; for "huggingface" and
+            "keras_hub", the config.json itself under its kind).
     """
 
     path: str
@@ -103,6 +110,10 @@ def _kind_of(d: Dict[str, Any], path: str) -> str:
         return kind
     if "model_type" in d:
         return HUGGINGFACE
+    from electra_tf.keras_hub.config import is_keras_hub_config
+
+    if is_keras_hub_config(d):
+        return KERAS_HUB
     # files written before config.json recorded its kind: the only place that tells them apart
     # by their keys
     if isinstance(d.get("model_config"), dict):
@@ -130,6 +141,11 @@ def read_run_config(path: str) -> RunConfig:
         )
         hparams = {} if lower is None else {"do_lower_case": lower}
         return RunConfig(path, HUGGINGFACE, model_config, None, hparams, {"huggingface": d})
+    if kind == KERAS_HUB:
+        from electra_tf.keras_hub.config import run_config_parts
+
+        model_config, hparams = run_config_parts(d, path)
+        return RunConfig(path, KERAS_HUB, model_config, None, hparams, {KERAS_HUB: d})
     if not isinstance(d.get("model_config"), dict):
         raise UserError(f"{path}: a {kind} config.json without its model_config")
     gen = d.get("generator_config")
@@ -166,55 +182,18 @@ def write_run_config(
 # -- checkpoints --------------------------------------------------------------------------------
 
 
-def _is_huggingface_dir(path: str) -> bool:
-    config = os.path.join(path, CONFIG_FILE)
-    if not (os.path.isdir(path) and os.path.exists(config)):
-        return False
-    d = read_json(config)
-    if not isinstance(d, dict) or "model_type" not in d:
-        return False
-    weights = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
-    if any(os.path.exists(os.path.join(path, name)) for name in weights):
-        return True
-    if os.path.exists(os.path.join(path, HF_PICKLE_FILE)):
-        raise UserError(
-            f"{path}: holds {HF_PICKLE_FILE}, a pickle, which is never loaded; save it as "
-            f"safetensors first (transformers: Model.from_pretrained(DIR).save_pretrained(NEW_DIR) "
-            f"writes {HF_WEIGHTS_FILE})"
-        )
-    raise UserError(f"{path}: a Hugging Face config.json without {HF_WEIGHTS_FILE} beside it")
-
-
-def huggingface_dirs(path: str) -> Optional[List[str]]:
-    """The Hugging Face directories `path` names: one, or two joined by a comma (a
-    discriminator's and a generator's: returned in that order when their config.json
-    `architectures` say which is the ElectraForMaskedLM); None when it names none. A directory
-    with a Hugging Face config.json but only `pytorch_model.bin` is an error."""
-    parts = [p.strip() for p in path.split(",")] if "," in path else [path]
-    found = [p for p in parts if _is_huggingface_dir(p)]
-    if not found:
-        return None
-    if len(found) != len(parts) or len(parts) > 2:
-        raise UserError(
-            f"{path}: a comma joins exactly two Hugging Face directories (DISC_DIR,GEN_DIR)"
-        )
-    generator = [read_json(os.path.join(p, CONFIG_FILE)).get("architectures") for p in found]
-    if len(found) == 2 and generator[0] == [HF_GENERATOR] and generator[1] != [HF_GENERATOR]:
-        found.reverse()
-    return found
-
-
 def find_checkpoint(path: str) -> Optional[str]:
     """A checkpoint prefix from a prefix or a directory (its latest complete checkpoint: the
     state file's, else the highest-numbered; incomplete ones are skipped with a warning), or
-    None. A Hugging Face directory (or pair, `huggingface_dirs`) is returned as it is."""
+    None. A Hugging Face directory (or pair) or a keras-hub preset (`foreign_dirs`) is returned
+    as it is."""
     import tensorflow as tf
 
     from electra_tf import checkpoint_files
 
     if os.path.isdir(path):
         found = checkpoint_files.newest_complete(path, lambda m: print(m, file=sys.stderr))
-        return found or (path if huggingface_dirs(path) else None)
+        return found or (path if foreign_dirs(path) else None)
     if tf.io.gfile.exists(path + ".index"):
         why = checkpoint_files.checkpoint_problem(path)
         if why is not None:
@@ -252,7 +231,11 @@ def find_beside(path: str, names: Sequence[str]) -> Optional[str]:
 def vocab_beside(path: str) -> Optional[str]:
     """The vocab.txt beside a checkpoint (`find_beside`); a Hugging Face directory's own
     vocab.txt, else the WordPiece vocab of its tokenizer.json (written to a temporary file),
-    comes first."""
+    comes first; a keras-hub preset's is its assets/tokenizer/vocabulary.txt."""
+    from electra_tf.keras_hub.config import is_preset, vocab_path
+
+    if is_preset(path):
+        return vocab_path(path)
     dirs = huggingface_dirs(path)
     if dirs:
         from electra_tf.huggingface.tokenizer import vocab_file

@@ -8,7 +8,9 @@
   (`electra/...`, `generator/...`, `generator_predictions/...`, `discriminator_predictions/...`)
   with `bert_config.json` and `vocab.txt`, which tools made for the released models read;
 * `huggingface`: `export_huggingface`, one network and its head in `save_pretrained`'s layout
-  (config.json, model.safetensors, tokenizer files), which `transformers` loads.
+  (config.json, model.safetensors, tokenizer files), which `transformers` loads;
+* `keras_hub`: `export_keras_hub`, the encoder as a keras-hub ElectraBackbone preset
+  (config.json, model.weights.h5, tokenizer files), which `keras_hub` loads.
 """
 
 from electra_tf.export.common import check_export_dir, check_vocab
@@ -21,6 +23,7 @@ from electra_tf.export.finetuned import (
     load_finetuned,
 )
 from electra_tf.export.huggingface import export_huggingface
+from electra_tf.export.keras_hub import export_keras_hub
 from electra_tf.export.original import export_original_checkpoint
 from electra_tf.export.pretrained import ServingModule, export_saved_model
 
@@ -32,6 +35,7 @@ __all__ = [
     "check_vocab",
     "export_finetuned_saved_model",
     "export_huggingface",
+    "export_keras_hub",
     "export_original_checkpoint",
     "export_saved_model",
     "finetuned_signature_names",

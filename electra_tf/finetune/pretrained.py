@@ -5,7 +5,9 @@ size, found with `electra_tf.run_dir` (beside the checkpoint, then in the direct
 ElectraForMaskedLM, ElectraModel: its encoder is loaded; of a "DISC_DIR,GEN_DIR" pair, the
 discriminator's): its config.json is the model config, its vocab (vocab.txt, else tokenizer.json)
 the default vocab, its tokenizer's lower-casing the default `do_lower_case`, and the size preset
-of its hidden size (256 small, 768 base, 1024 large) the default `model_size`."""
+of its hidden size (256 small, 768 base, 1024 large) the default `model_size`. So may a keras-hub
+ElectraBackbone preset (its config.json, assets/tokenizer/vocabulary.txt and tokenizer.json's
+`lowercase` in the same roles)."""
 
 import os
 from typing import Any, Optional
@@ -27,7 +29,7 @@ def resolve_vocab_file(config: FinetuningConfig) -> str:
         candidates = [config.vocab_file]
     else:
         candidates = [config.run.vocab_path, os.path.join(config.data_dir, run_dir.VOCAB_FILE)]
-        if config.paths.init_checkpoint and run_dir.huggingface_dirs(config.init_checkpoint):
+        if config.paths.init_checkpoint and run_dir.foreign_dirs(config.init_checkpoint):
             beside = run_dir.vocab_beside(config.init_checkpoint)
             candidates = ([beside] if beside else []) + candidates
     for path in candidates:
@@ -72,7 +74,7 @@ def pretrained_model_size(
     run = _pretrained_config(data_dir, model_name, init_checkpoint)
     if run is None:
         return None
-    if run.kind == run_dir.HUGGINGFACE:
+    if run.kind in (run_dir.HUGGINGFACE, run_dir.KERAS_HUB):
         sizes = [
             s for s, (hidden, _) in MODEL_SIZES.items() if hidden == run.model_config.hidden_size
         ]
@@ -96,7 +98,7 @@ def with_pretrained_size(data_dir: str, model_name: str, hparams: dict[str, Any]
     if "model_size" not in hparams:
         size = pretrained_model_size(data_dir, model_name, init)
         hparams = {**hparams, "model_size": size} if size else hparams
-    if "do_lower_case" not in hparams and init and run_dir.huggingface_dirs(init):
+    if "do_lower_case" not in hparams and init and run_dir.foreign_dirs(init):
         run = _pretrained_config(data_dir, model_name, init)
         if run is not None and "do_lower_case" in run.hparams:
             hparams = {**hparams, "do_lower_case": run.hparams["do_lower_case"]}

@@ -33,7 +33,8 @@ def _listing(items: List[str]) -> str:
 
 @dataclasses.dataclass
 class HFModel:
-    """One Hugging Face directory, in this project's names and layouts.
+    """One Hugging Face directory (or keras-hub preset, an encoder), in this project's names
+    and layouts.
 
     Attributes:
         path: the directory.
@@ -192,7 +193,15 @@ def read_model(directory: str) -> HFModel:
 
 
 def read_source(path: str) -> List[HFModel]:
-    """The models of one directory or of a "DISC_DIR,GEN_DIR" pair (checked to fit together)."""
+    """The models of one directory or of a "DISC_DIR,GEN_DIR" pair (checked to fit together);
+    a keras-hub preset is read as an `ElectraModel` (`electra_tf.keras_hub.preset`)."""
+    from electra_tf.keras_hub.config import is_preset
+
+    if is_preset(path):
+        from electra_tf.keras_hub.preset import read_preset
+
+        config, d, network = read_preset(path)
+        return [HFModel(path, names.ENCODER, config, d, True, network, {})]
     dirs = run_dir.huggingface_dirs(path)
     if dirs is None:
         raise UserError(f"{path}: not a Hugging Face directory (no config.json with model_type)")
@@ -244,8 +253,11 @@ class TensorReader:
     """`tf.train.load_checkpoint`'s reader interface over arrays under the original's names."""
 
     def __init__(self, tensors: Dict[str, np.ndarray], source: str):
+        from electra_tf.keras_hub.config import is_preset
+
         self.tensors = tensors
         self.source = source
+        self.format = "keras_hub" if is_preset(source) else "huggingface"  # what reports say
 
     def get_variable_to_shape_map(self) -> Dict[str, list]:
         return {k: list(v.shape) for k, v in self.tensors.items()}
