@@ -60,6 +60,9 @@ FINETUNE_BASE = {
     "classifier_pooling": "mean",
     "num_trials": 1,
     "log_every_steps": 100000,
+    # graph mode: under XLA the dropout's tf.random.uniform ignores its seed, and a paired
+    # comparison needs seed s to replay the same dropout in every arm (and no compile per run)
+    "jit_compile": False,
 }
 SELECT_ARMS = ("random_init", "electra", "mlm")
 
@@ -81,6 +84,8 @@ flags.DEFINE_list("label_counts", ["300", "1000", "3000", "all"], "Fine-tuning l
 flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per cell at evaluation.")
 flags.DEFINE_integer("select_seeds", 3, "Fine-tuning seeds per grid point at selection.")
 flags.DEFINE_integer("select_label_count", 1000, "The label count the grid is chosen at.")
+flags.DEFINE_list("arms", list(SELECT_ARMS), "select/evaluate: the arms to fine-tune (a pilot: fewer).")
+flags.DEFINE_list("grid_points", None, "select: only these indices of GRID (a pilot; no choice written).")
 flags.DEFINE_bool("write_recipes", False, "select: write experiments/recipes/finetune_movie*.json")
 flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
 flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
@@ -248,7 +253,7 @@ def finetune_run(work_dir, data, plan, run: Dict[str, Any]) -> Dict[str, Any]:
     pool = len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[1])
     pt = run["pretrained"]
     hparams = {**FINETUNE_BASE, **run["hparams"], "seed": run["seed"],
-               "init_checkpoint": final_checkpoint(data, pt, plan[pt]),
+               "init_checkpoint": final_checkpoint(data, pt, plan[pt]), "vocab_file": data["vocab"],
                "random_init": run["arm"] == "random_init"}  # fmt: skip
     hparams["num_train_epochs"] = epochs_for(run["n"], pool, hparams["num_train_epochs"])
     config = FinetuningConfig.from_hparams(run["name"], ddir, hparams)
@@ -281,9 +286,10 @@ def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
 def selection_runs(plan) -> List[Dict[str, Any]]:
     n = str(FLAGS.select_label_count)
     runs = []
-    for arm in SELECT_ARMS:
+    grid = [GRID[int(i)] for i in FLAGS.grid_points] if FLAGS.grid_points else GRID
+    for arm in FLAGS.arms:
         pt = largest(plan, "electra" if arm == "random_init" else arm)
-        for h, seed in itertools.product(GRID, range(FLAGS.select_seeds)):
+        for h, seed in itertools.product(grid, range(FLAGS.select_seeds)):
             runs.append(make_run("validation", n, seed, arm, pt, h))
     return runs
 
