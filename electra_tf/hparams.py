@@ -145,6 +145,13 @@ def check_value(key: str, value: Any, field: dataclasses.Field, hints: Mapping[s
     return coerced
 
 
+def require_seed(deterministic: bool, seed: Optional[int]) -> None:
+    """The one rule of pretraining and fine-tuning: `deterministic` needs a `seed` the user set
+    (op determinism refuses every unseeded random op, and the dropout seeds derive from it)."""
+    if deterministic and seed is None:
+        raise UserError('hparam deterministic: true needs a seed: set "seed" (an integer) too')
+
+
 def warn_once(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)

@@ -130,8 +130,10 @@ class ScaleHparams:
     # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
     allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"))
     gradient_accumulation_steps: int = 1
-    seed: int = 0
-    deterministic: bool = False
+    seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
+    deterministic: bool = hparam(
+        False, help="needs seed set: op determinism; a resumed run replays exactly"
+    )
     peak_flops: Optional[float] = hparam(None, help="None: measured or from a table (MFU)")
 
 
@@ -183,6 +185,8 @@ class PretrainingConfig:
             values["embedding_size"] = 128
         values.update(hparams)  # explicit values win over the presets
         sections = hp.from_flat(SECTIONS, values, explicit=hparams)
+        # the default seed (0) serves a run that asks for no determinism; one that does names it
+        hp.require_seed(sections["scale"].deterministic, hparams.get("seed"))
         paths = sections["paths"]
         sections["paths"] = dataclasses.replace(
             paths,
