@@ -17,8 +17,10 @@ from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 from electra_tf import hparams as hp
 from electra_tf import objectives, run_dir
 from electra_tf.errors import UserError
+from electra_tf.flops.analytic import max_predictions_per_seq
 from electra_tf.hparams import hparam
 from electra_tf.model_config import (
+    BERT_VOCAB_SIZE,
     MODEL_SIZES,
     ModelConfig,
     get_generator_config,
@@ -206,7 +208,7 @@ class PretrainingConfig:
                 )
             sections["generator"] = dataclasses.replace(g, two_tower_generator=True)
         # derived, as the original (so it cannot be passed in)
-        max_predictions = int((o.mask_prob + 0.005) * m.max_seq_length)
+        max_predictions = max_predictions_per_seq(m.max_seq_length, o.mask_prob)
         config = cls(model_name, data_dir, max_predictions_per_seq=max_predictions, **sections)
         config.validate()
         return config
@@ -319,7 +321,7 @@ class PretrainingConfig:
                 "two_stage_steps needs a generator network of its own (untied_generator=true, "
                 "no uniform_generator)"
             )
-        disc, gen = self.model_configs(self.model.vocab_size or 30522)
+        disc, gen = self.model_configs(self.vocab_size_for())
         differ = sorted(k for k, v in disc.to_dict().items() if getattr(gen, k) != v)
         if differ:
             raise UserError(
@@ -328,6 +330,11 @@ class PretrainingConfig:
                 "generator_config for what else differs); they differ in "
                 + ", ".join(f"{k} ({getattr(gen, k)} vs {getattr(disc, k)})" for k in differ)
             )
+
+    def vocab_size_for(self, vocab_size: Optional[int] = None) -> int:
+        """`vocab_size` if given, else the vocab_size hparam, else BERT's (counting without a
+        vocab file)."""
+        return int(vocab_size or self.model.vocab_size or BERT_VOCAB_SIZE)
 
     def model_configs(self, vocab_size: int) -> Tuple[ModelConfig, Optional[ModelConfig]]:
         """(discriminator config, generator config or None) for this run."""
