@@ -4,7 +4,6 @@ caller uses. The totals are derived by hand below from the conventions of
 the post-attention layer norm 5 per token, the kept quirk), for a 1-layer model small enough
 to add up on paper."""
 
-
 from electra_tf.flops.pretraining import StepFlops, pretraining_flops_per_step, step_flops
 from electra_tf.modeling.builders import flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
