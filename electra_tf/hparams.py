@@ -46,10 +46,6 @@ def hparam(default: Any, *, choices: Optional[Tuple] = None, compat: bool = Fals
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def section_fields(section: Type) -> Dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(section)}
-
-
 def defaults(sections: Mapping[str, Type]) -> Dict[str, Any]:
     """Every flat key with its default value, over all sections."""
     out: Dict[str, Any] = {}

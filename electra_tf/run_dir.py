@@ -246,12 +246,6 @@ def vocab_beside(path: str) -> Optional[str]:
     return find_beside(path, (VOCAB_FILE,))
 
 
-def config_beside(path: str) -> Optional[RunConfig]:
-    """The run config (config.json, else bert_config.json) beside a checkpoint, or None."""
-    found = find_beside(path, CONFIG_FILES)
-    return read_run_config(found) if found else None
-
-
 def model_dir(data_dir: str, model_name: str) -> str:
     """A run's directory, as the original: DATA_DIR/models/MODEL_NAME."""
     return os.path.join(data_dir, "models", model_name)
