@@ -11,11 +11,10 @@ Example:
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
+from electra_tf import data_layout, objectives, run_dir
 from electra_tf import hparams as hp
-from electra_tf import objectives, run_dir
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import max_predictions_per_seq
 from electra_tf.hparams import hparam
@@ -192,9 +191,8 @@ class PretrainingConfig:
         paths = sections["paths"]
         sections["paths"] = dataclasses.replace(
             paths,
-            pretrain_tfrecords=paths.pretrain_tfrecords
-            or os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"),
-            vocab_file=paths.vocab_file or os.path.join(data_dir, "vocab.txt"),
+            pretrain_tfrecords=paths.pretrain_tfrecords or data_layout.tfrecord_pattern(data_dir),
+            vocab_file=paths.vocab_file or data_layout.vocab_file(data_dir),
             model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
         o, m, g = sections["objective"], sections["model"], sections["generator"]

@@ -20,11 +20,10 @@ task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the
 """
 
 import dataclasses
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
-from electra_tf import run_dir
+from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
 from electra_tf.finetune import registry
 from electra_tf.hparams import from_flat, hparam, require_seed, to_flat
@@ -295,7 +294,7 @@ class FinetuningConfig:
         return self.run.results_dir(self.random_init)
 
     def raw_data_dir(self, task_name: str) -> str:
-        return os.path.join(self.data_dir, "finetuning_data", task_name)
+        return data_layout.finetuning_data_dir(self.data_dir, task_name)
 
     def trial_seed(self, trial: int) -> Optional[int]:
         return None if self.seed is None else int(self.seed) + trial
