@@ -21,6 +21,7 @@ import os
 
 from absl import app, flags
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError, run_main
 
 FLAGS = flags.FLAGS
@@ -48,20 +49,21 @@ flags.DEFINE_bool(
 
 def _quick_checks() -> None:
     """The common mistakes, found before the slow TensorFlow import (build_dataset checks them all;
-    the shard name is spelt out because importing `electra_tf.pretraining_data` imports TF)."""
+    the names come from `electra_tf.data_layout`, which imports no TF)."""
     corpus, vocab_file, output_dir = FLAGS.corpus_dir, FLAGS.vocab_file, FLAGS.output_dir
     if "://" not in corpus and not os.path.exists(corpus) and not glob.glob(corpus):
         raise UserError(f"corpus not found: {corpus} (no file, directory or glob match)")
     if "://" not in vocab_file and not os.path.isfile(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")
-    existing = glob.glob(os.path.join(glob.escape(output_dir), "pretrain_data.tfrecord*"))
+    existing = glob.glob(data_layout.tfrecord_glob(glob.escape(output_dir)))
     # a build that did not finish left its marker and no dataset_info.json: a re-run replaces it
-    interrupted = os.path.exists(os.path.join(output_dir, ".build_incomplete")) and not (
-        os.path.exists(os.path.join(output_dir, "dataset_info.json"))
+    interrupted = os.path.exists(os.path.join(output_dir, data_layout.BUILD_MARKER)) and not (
+        os.path.exists(os.path.join(output_dir, data_layout.DATASET_INFO_FILE))
     )
     if "://" not in output_dir and existing and not FLAGS.overwrite and not interrupted:
         raise UserError(
-            f"output_dir {output_dir} already holds {len(existing)} pretrain_data.tfrecord* files; "
+            f"output_dir {output_dir} already holds {len(existing)} "
+            f"{data_layout.TFRECORD_PREFIX}* files; "
             "pass --overwrite=true to replace them"
         )
 

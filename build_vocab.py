@@ -74,7 +74,7 @@ class _WordSplitter:
     def __init__(self, do_lower_case: bool, strip_accents: bool):
         # GraphTokenizer needs a vocab for its wordpiece step; the words only use the tables.
         with tempfile.TemporaryDirectory() as tmp:
-            vocab = os.path.join(tmp, "vocab.txt")
+            vocab = os.path.join(tmp, "unk_only_vocab.txt")
             with open(vocab, "w", encoding="utf-8") as f:
                 f.write(UNK + "\n")
             self._tokenizer = GraphTokenizer(vocab, do_lower_case, strip_accents)

@@ -21,6 +21,7 @@ import shutil
 
 from absl import app, flags
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
 from electra_tf.io_utils import read_json
@@ -47,7 +48,7 @@ flags.DEFINE_string("hparams", "{}", "A JSON object, or a JSON file, of fine-tun
 
 def prepare_demo_data(data_dir: str, task_names) -> None:
     """For the demo data dir only: copies the bundled movie-sentiment data in as the sst task."""
-    target = os.path.join(data_dir, "finetuning_data", "sst")
+    target = data_layout.finetuning_data_dir(data_dir, "sst")
     if (
         os.path.normpath(data_dir) != os.path.normpath(DEMO_DATA_DIR)
         or "sst" not in task_names

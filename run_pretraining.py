@@ -12,6 +12,7 @@ import os
 
 from absl import app, flags
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
 from electra_tf.io_utils import copy_file_atomically, read_json
@@ -52,11 +53,11 @@ def prepare_demo_data(data_dir: str, recipe_vocab: str, max_seq_length: int) -> 
     from electra_tf import pretraining_data
 
     os.makedirs(data_dir, exist_ok=True)
-    vocab = os.path.join(data_dir, "vocab.txt")
+    vocab = data_layout.vocab_file(data_dir)
     if not os.path.exists(vocab):
         copy_file_atomically(recipe_vocab, vocab)  # a crash mid-copy leaves no partial vocab
-    out = os.path.join(data_dir, "pretrain_tfrecords")
-    if not os.path.exists(os.path.join(out, "dataset_info.json")):
+    out = data_layout.tfrecord_dir(data_dir)
+    if not os.path.exists(os.path.join(out, data_layout.DATASET_INFO_FILE)):
         print(f"demo: building TFRecords from the bundled Wikipedia text into {out}", flush=True)
         pretraining_data.build_dataset(
             os.path.join(REPO, "data", "corpus"),

@@ -46,10 +46,6 @@ def hparam(default: Any, *, choices: Optional[Tuple] = None, compat: bool = Fals
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def section_fields(section: Type) -> Dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(section)}
-
-
 def defaults(sections: Mapping[str, Type]) -> Dict[str, Any]:
     """Every flat key with its default value, over all sections."""
     out: Dict[str, Any] = {}
@@ -143,6 +139,13 @@ def check_value(key: str, value: Any, field: dataclasses.Field, hints: Mapping[s
     if choices is not None and coerced not in choices:
         raise UserError(f"{key} {coerced!r} is not one of {', '.join(map(str, choices))}")
     return coerced
+
+
+def require_seed(deterministic: bool, seed: Optional[int]) -> None:
+    """The one rule of pretraining and fine-tuning: `deterministic` needs a `seed` the user set
+    (op determinism refuses every unseeded random op, and the dropout seeds derive from it)."""
+    if deterministic and seed is None:
+        raise UserError('hparam deterministic: true needs a seed: set "seed" (an integer) too')
 
 
 def warn_once(message: str) -> None:

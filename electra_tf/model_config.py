@@ -24,6 +24,10 @@ SHAPE_KEYS = (
 )
 
 
+# BERT uncased's vocab: the size assumed where neither a vocab file nor vocab_size gives one
+BERT_VOCAB_SIZE = 30522
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """A transformer encoder's configuration, with the standard BERT JSON keys.
@@ -35,7 +39,7 @@ class ModelConfig:
         64
     """
 
-    vocab_size: int = 30522
+    vocab_size: int = BERT_VOCAB_SIZE
     embedding_size: Optional[int] = None
     hidden_size: int = 256
     num_hidden_layers: int = 12
@@ -83,7 +87,7 @@ class ModelConfig:
 
 def get_model_config(
     model_size: str,
-    vocab_size: int = 30522,
+    vocab_size: int = BERT_VOCAB_SIZE,
     embedding_size: Optional[int] = None,
     overrides: Optional[Dict[str, Any]] = None,
 ) -> ModelConfig:

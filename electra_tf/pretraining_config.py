@@ -11,14 +11,15 @@ Example:
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
+from electra_tf import data_layout, objectives, run_dir
 from electra_tf import hparams as hp
-from electra_tf import objectives, run_dir
 from electra_tf.errors import UserError
+from electra_tf.flops.analytic import max_predictions_per_seq
 from electra_tf.hparams import hparam
 from electra_tf.model_config import (
+    BERT_VOCAB_SIZE,
     MODEL_SIZES,
     ModelConfig,
     get_generator_config,
@@ -130,8 +131,10 @@ class ScaleHparams:
     # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
     allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"))
     gradient_accumulation_steps: int = 1
-    seed: int = 0
-    deterministic: bool = False
+    seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
+    deterministic: bool = hparam(
+        False, help="needs seed set: op determinism; a resumed run replays exactly"
+    )
     peak_flops: Optional[float] = hparam(None, help="None: measured or from a table (MFU)")
 
 
@@ -183,12 +186,13 @@ class PretrainingConfig:
             values["embedding_size"] = 128
         values.update(hparams)  # explicit values win over the presets
         sections = hp.from_flat(SECTIONS, values, explicit=hparams)
+        # the default seed (0) serves a run that asks for no determinism; one that does names it
+        hp.require_seed(sections["scale"].deterministic, hparams.get("seed"))
         paths = sections["paths"]
         sections["paths"] = dataclasses.replace(
             paths,
-            pretrain_tfrecords=paths.pretrain_tfrecords
-            or os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*"),
-            vocab_file=paths.vocab_file or os.path.join(data_dir, "vocab.txt"),
+            pretrain_tfrecords=paths.pretrain_tfrecords or data_layout.tfrecord_pattern(data_dir),
+            vocab_file=paths.vocab_file or data_layout.vocab_file(data_dir),
             model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
         o, m, g = sections["objective"], sections["model"], sections["generator"]
@@ -202,7 +206,7 @@ class PretrainingConfig:
                 )
             sections["generator"] = dataclasses.replace(g, two_tower_generator=True)
         # derived, as the original (so it cannot be passed in)
-        max_predictions = int((o.mask_prob + 0.005) * m.max_seq_length)
+        max_predictions = max_predictions_per_seq(m.max_seq_length, o.mask_prob)
         config = cls(model_name, data_dir, max_predictions_per_seq=max_predictions, **sections)
         config.validate()
         return config
@@ -315,7 +319,7 @@ class PretrainingConfig:
                 "two_stage_steps needs a generator network of its own (untied_generator=true, "
                 "no uniform_generator)"
             )
-        disc, gen = self.model_configs(self.model.vocab_size or 30522)
+        disc, gen = self.model_configs(self.vocab_size_for())
         differ = sorted(k for k, v in disc.to_dict().items() if getattr(gen, k) != v)
         if differ:
             raise UserError(
@@ -324,6 +328,11 @@ class PretrainingConfig:
                 "generator_config for what else differs); they differ in "
                 + ", ".join(f"{k} ({getattr(gen, k)} vs {getattr(disc, k)})" for k in differ)
             )
+
+    def vocab_size_for(self, vocab_size: Optional[int] = None) -> int:
+        """`vocab_size` if given, else the vocab_size hparam, else BERT's (counting without a
+        vocab file)."""
+        return int(vocab_size or self.model.vocab_size or BERT_VOCAB_SIZE)
 
     def model_configs(self, vocab_size: int) -> Tuple[ModelConfig, Optional[ModelConfig]]:
         """(discriminator config, generator config or None) for this run."""

@@ -36,6 +36,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError
 from electra_tf.foreign_dirs import (  # noqa: F401 (the Hugging Face files' names, here too)
     CONFIG_FILE,
@@ -54,7 +55,7 @@ from electra_tf.model_config import ModelConfig
 from electra_tf.run_lock import RunLock
 
 BERT_CONFIG_FILE = "bert_config.json"
-VOCAB_FILE = "vocab.txt"
+VOCAB_FILE = data_layout.VOCAB_FILE
 EVAL_RESULTS_FILE = "eval_results.json"
 ELECTRA_MLM_RESULTS_FILE = "electra_mlm_results.json"
 CONFIG_FILES = (CONFIG_FILE, BERT_CONFIG_FILE)
@@ -246,15 +247,9 @@ def vocab_beside(path: str) -> Optional[str]:
     return find_beside(path, (VOCAB_FILE,))
 
 
-def config_beside(path: str) -> Optional[RunConfig]:
-    """The run config (config.json, else bert_config.json) beside a checkpoint, or None."""
-    found = find_beside(path, CONFIG_FILES)
-    return read_run_config(found) if found else None
-
-
 def model_dir(data_dir: str, model_name: str) -> str:
     """A run's directory, as the original: DATA_DIR/models/MODEL_NAME."""
-    return os.path.join(data_dir, "models", model_name)
+    return data_layout.model_dir(data_dir, model_name)
 
 
 class RunDirectory:

@@ -49,7 +49,7 @@ for path in (REPO, os.path.dirname(os.path.abspath(__file__))):
 import efficiency_report  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 
-from electra_tf import objectives  # noqa: E402
+from electra_tf import data_layout, objectives  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
 from electra_tf.io_utils import (  # noqa: E402
     copy_file_atomically,
@@ -119,11 +119,11 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> str:
 
     data_dir = os.path.join(work_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
-    vocab = os.path.join(data_dir, "vocab.txt")
+    vocab = data_layout.vocab_file(data_dir)
     if not os.path.exists(vocab):
         shutil.copyfile(repo_path(recipe["vocab_file"]), vocab)
-    out = os.path.join(data_dir, "pretrain_tfrecords")
-    if not os.path.exists(os.path.join(out, "dataset_info.json")):
+    out = data_layout.tfrecord_dir(data_dir)
+    if not os.path.exists(os.path.join(out, data_layout.DATASET_INFO_FILE)):
         progress(f"building TFRecords (length {recipe['max_seq_length']}) from {FLAGS.corpus_dir}")
         pretraining_data.build_dataset(
             FLAGS.corpus_dir,
@@ -135,7 +135,7 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> str:
             overwrite=True,
         )
     write_task_data(
-        os.path.join(data_dir, "finetuning_data", "sst"), FLAGS.movie_data, FLAGS.validation_split
+        data_layout.finetuning_data_dir(data_dir, "sst"), FLAGS.movie_data, FLAGS.validation_split
     )
     return data_dir
 
@@ -162,8 +162,8 @@ def write_task_data(task: str, movie_data: str, validation_split: int = 0) -> No
 
 def shards(data_dir: str):
     """(training shards, the held-out shard) as comma-separated paths."""
-    out = os.path.join(data_dir, "pretrain_tfrecords")
-    files = sorted(f for f in os.listdir(out) if f.startswith("pretrain_data.tfrecord"))
+    out = data_layout.tfrecord_dir(data_dir)
+    files = sorted(f for f in os.listdir(out) if f.startswith(data_layout.TFRECORD_PREFIX))
     paths = [os.path.join(out, f) for f in files]
     return ",".join(paths[1:]), paths[0]
 
@@ -181,7 +181,7 @@ def pretraining_config(
     hparams = {
         **recipe,
         **schedule_for_steps(recipe, steps),
-        "vocab_file": os.path.join(data_dir, "vocab.txt"),
+        "vocab_file": data_layout.vocab_file(data_dir),
         "objective": objective,
         "save_checkpoints_steps": every,
         "keep_checkpoint_max": 0,  # keep every budget point
@@ -198,7 +198,7 @@ def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
     budgets = sorted(float(b) for b in FLAGS.budgets)
     quantum = _quantum(budgets)
-    vocab = sum(1 for _ in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8"))
+    vocab = sum(1 for _ in open(data_layout.vocab_file(data_dir), encoding="utf-8"))
 
     def fps(objective):
         c = pretraining_config(data_dir, recipe, objective, 1, 1)
@@ -380,7 +380,7 @@ def main() -> None:
             f"{p['steps'] * p['real_flops_per_step']:.3e} (budget {p['budget_flops']:.3e})"
         )
     labels = dev_labels(data_dir)
-    task_train = os.path.join(data_dir, "finetuning_data", "sst", "train.tsv")
+    task_train = os.path.join(data_layout.finetuning_data_dir(data_dir, "sst"), "train.tsv")
     with open(task_train, encoding="utf-8") as f:
         train_size = sum(1 for line in f.readlines()[1:] if line.strip())
     report: Dict[str, Any] = {

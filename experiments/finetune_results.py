@@ -4,11 +4,13 @@ each trial's right/wrong string over the dev sentences (from the runner's predic
 import os
 from typing import List
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError
 
 
 def dev_labels(data_dir: str) -> List[str]:
-    with open(os.path.join(data_dir, "finetuning_data", "sst", "dev.tsv"), encoding="utf-8") as f:
+    dev = os.path.join(data_layout.finetuning_data_dir(data_dir, "sst"), "dev.tsv")
+    with open(dev, encoding="utf-8") as f:
         return [line.rstrip("\n").split("\t")[-1] for line in f.readlines()[1:] if line.strip()]
 
 

@@ -16,6 +16,7 @@ import sys
 
 from absl import app, flags
 
+from electra_tf import data_layout
 from electra_tf.errors import run_main
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.runner import run_finetuning
@@ -41,7 +42,7 @@ TINY = {
 
 def main() -> None:
     data_dir = FLAGS.data_dir
-    task_dir = os.path.join(data_dir, "finetuning_data", FLAGS.task)
+    task_dir = data_layout.finetuning_data_dir(data_dir, FLAGS.task)
     version = "v2.0" if FLAGS.task == "squad" else "v1.1"
     subprocess.run(
         [
@@ -53,9 +54,9 @@ def main() -> None:
         ],
         check=True,
     )
-    model_dir = os.path.join(data_dir, "models", "tiny")
+    model_dir = data_layout.model_dir(data_dir, "tiny")
     os.makedirs(model_dir, exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "data", "vocab", "vocab.txt"), model_dir)
+    shutil.copy(os.path.join(ROOT, "data", "vocab", data_layout.VOCAB_FILE), model_dir)
     init = FLAGS.init_checkpoint
     extra = {}
     if init is None:

@@ -113,3 +113,84 @@ def test_the_checks_can_fail():
     here = os.path.join(PACKAGE, "objectives", "adversarial.py")
     deps = imports_of("electra_tf.objectives.adversarial", here, set(modules()))
     assert {"electra_tf.modeling.heads", "electra_tf.modeling", "electra_tf"} <= deps
+
+
+# -- the data directory's layout has one owner ----------------------------------------------------
+LAYOUT_OWNER = "electra_tf/data_layout.py"
+# the names of a data directory's parts (`electra_tf.data_layout`), as whole path components
+LAYOUT_NAMES = ("vocab.txt", "pretrain_tfrecords", "finetuning_data", "pretrain_data.tfrecord",
+                ".build_incomplete")  # fmt: skip
+# experiments another developer owns (they spell the layout still)
+LAYOUT_EXEMPT = {
+    "experiments/transfer.py",
+    "experiments/prepare_corpus.py",
+    "experiments/probe.py",
+    "experiments/transfer_report.py",
+}
+
+
+def _docstrings(tree) -> set:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def layout_spellings(source: str) -> list:
+    """(line, text) of each string literal that spells a part of the data directory's layout:
+    one of LAYOUT_NAMES as a path component (alone, or before `/`, `*` or `-`), or "models" as
+    an argument of `os.path.join`. Docstrings and dict keys (the `pretrain_tfrecords` hparam)
+    do not count."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    skip |= {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "os.path.join":
+            found += [(a.lineno, "models") for a in node.args
+                      if isinstance(a, ast.Constant) and a.value == "models"]  # fmt: skip
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in skip:
+            continue
+        for part in node.value.replace("\\", "/").split("/"):
+            for name in LAYOUT_NAMES:
+                if part == name or (part.startswith(name) and part[len(name)] in "*-"):
+                    found.append((node.lineno, node.value))
+    return found
+
+
+def layout_checked_files() -> list:
+    """The package, the top-level scripts and the experiments (relative paths)."""
+    files = [os.path.relpath(p, REPO) for p in modules().values()]
+    for directory in ("", "experiments"):
+        for f in sorted(os.listdir(os.path.join(REPO, directory) if directory else REPO)):
+            if f.endswith(".py"):
+                files.append(os.path.join(directory, f) if directory else f)
+    return [f for f in files if f != LAYOUT_OWNER and f not in LAYOUT_EXEMPT]
+
+
+def test_the_data_directory_layout_is_spelt_only_by_its_owner():
+    offenders = []
+    for rel in layout_checked_files():
+        with open(os.path.join(REPO, rel), encoding="utf-8") as f:
+            offenders += [f"{rel}:{line}: {text!r}" for line, text in layout_spellings(f.read())]
+    assert not offenders, offenders
+
+
+def test_the_layout_check_can_fail():
+    source = '''"""Reads DATA_DIR/vocab.txt."""
+import os
+a = os.path.join(d, "vocab.txt")
+b = os.path.join(d, "pretrain_tfrecords", "pretrain_data.tfrecord*")
+c = d + "/finetuning_data/sst"
+e = os.path.join(d, "models", name)
+f = "models"  # not a path
+g = "my_vocab.txt.bak"
+h = {"pretrain_tfrecords": a}
+'''
+    assert sorted(line for line, _ in layout_spellings(source)) == [3, 4, 4, 5, 6]
+    assert "run_pretraining.py" in layout_checked_files()
+    assert "experiments/efficiency.py" in layout_checked_files()
+    assert "electra_tf/finetune/config.py" in layout_checked_files()

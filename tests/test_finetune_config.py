@@ -190,9 +190,10 @@ def test_frozen_and_every_key_recorded():
     assert config.hparams()["num_train_epochs"] is None  # derived, not written back
     d = config.to_dict()
     # the keys of the original's configure_finetuning.py and this project's additions
-    # (optimizer: #17; deterministic: #19; reinit_top_layers, embedding_lr_multiplier: #15)
+    # (optimizer: #17; deterministic: #19; reinit_top_layers, embedding_lr_multiplier: #15;
+    # classifier_pooling)
     keys = {f.name for s in SECTIONS.values() for f in dataclasses.fields(s)}
-    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 55
+    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 56
     assert d["reinit_top_layers"] == 0  # the original: every layer pretrained
     assert d["embedding_lr_multiplier"] == 1.0  # the original: no extra factor
     assert (d["num_train_epochs"], d["learning_rate"], d["init_checkpoint"]) == (

@@ -20,14 +20,13 @@ task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the
 """
 
 import dataclasses
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
-from electra_tf import run_dir
+from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
 from electra_tf.finetune import registry
-from electra_tf.hparams import from_flat, hparam, to_flat
+from electra_tf.hparams import from_flat, hparam, require_seed, to_flat
 from electra_tf.model_config import MODEL_SIZES
 from electra_tf.optimization import OPTIMIZERS
 
@@ -41,7 +40,7 @@ class GeneralHparams:
     keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
     seed: Optional[int] = hparam(None, help="None: nondeterministic; trial t uses seed + t")
     deterministic: bool = hparam(
-        False, help="with a seed: op determinism, dropout seeds from (seed, step): exact resumes"
+        False, help="needs seed set: op determinism, dropout seeds from (seed, step): exact resumes"
     )
     save_checkpoints_steps: int = hparam(
         1000, help="a trial's checkpoint interval in steps (a re-run resumes from the newest)"
@@ -295,7 +294,7 @@ class FinetuningConfig:
         return self.run.results_dir(self.random_init)
 
     def raw_data_dir(self, task_name: str) -> str:
-        return os.path.join(self.data_dir, "finetuning_data", task_name)
+        return data_layout.finetuning_data_dir(self.data_dir, task_name)
 
     def trial_seed(self, trial: int) -> Optional[int]:
         return None if self.seed is None else int(self.seed) + trial
@@ -308,6 +307,7 @@ class FinetuningConfig:
         return d
 
     def _validate(self) -> None:
+        require_seed(self.deterministic, self.seed)
         for key in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length"):
             if int(getattr(self, key)) < 1:
                 raise UserError(f"{key} must be positive, got {getattr(self, key)}")

@@ -18,6 +18,15 @@ from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.encoder import TransformerEncoder
 
 
+def serialize_heads(heads: Sequence[keras.layers.Layer]) -> list:
+    """The heads' Keras serializations (the head classes are registered with Keras)."""
+    return [keras.saving.serialize_keras_object(h) for h in heads]
+
+
+def deserialize_heads(configs: Sequence[dict]) -> list:
+    return [keras.saving.deserialize_keras_object(c) for c in configs]
+
+
 class TaskHeads(keras.layers.Layer):
     """Holds the heads (named after their task) under the `task_specific` scope.
 
@@ -37,6 +46,13 @@ class TaskHeads(keras.layers.Layer):
     def build(self, input_shape):
         # each head builds on its first call, inside this layer's name scope
         self.built = True
+
+    def get_config(self):
+        return {**super().get_config(), "heads": serialize_heads(self.heads)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "heads": deserialize_heads(config["heads"])})
 
     def call(self, sequence_output, features, task_name=None, training=False):
         names = [task_name] if task_name else list(self._by_name)
@@ -58,6 +74,19 @@ class FinetuningModel(keras.Model):
         self.task_names: list[str] = [h.name for h in heads]
         self.encoder = encoder
         self.task_heads = TaskHeads(heads)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "encoder": self.encoder.get_config(),
+            "heads": serialize_heads(self.task_heads.heads),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        encoder = TransformerEncoder.from_config(config["encoder"])
+        heads = deserialize_heads(config["heads"])
+        return cls(**{**config, "encoder": encoder, "heads": heads})
 
     def call(self, features, training=False, dropout_seed=None):
         # dropout_seed: the encoder's stateless dropout seed (None: drawn from the global RNG)

@@ -119,25 +119,7 @@ def flops_per_step(
     backward_factor: float = 1.0,
 ) -> float:
     """Training FLOPs of one step of `config` (paper convention: backward = forward, lookups as
-    dense products; `sparse_embed_lookup` counts them as gathers)."""
-    from electra_tf import objectives
+    dense products; `sparse_embed_lookup` counts them as gathers): `flops.pretraining`'s count."""
+    from electra_tf.flops.pretraining import pretraining_flops_per_step
 
-    disc, gen = config.model_configs(vocab_size or config.model.vocab_size or 30522)
-    if gen is None and config.samples_replacements and not config.generator.uniform_generator:
-        gen = disc  # untied_generator=false: the discriminator also runs as the generator
-    o = config.objective
-    return float(
-        objectives.pretraining_flops_per_step(
-            disc,
-            gen,
-            batch_size=config.optimizer.train_batch_size,
-            seq_len=config.model.max_seq_length,
-            objective=o.objective,
-            electra_objective=o.electra_objective,
-            electric_objective=o.electric_objective,
-            two_tower_generator=config.generator.two_tower_generator,
-            mask_prob=o.mask_prob,
-            sparse_embed_lookup=sparse_embed_lookup,
-            backward_factor=backward_factor,
-        )
-    )
+    return pretraining_flops_per_step(config, vocab_size, sparse_embed_lookup, backward_factor)

@@ -21,6 +21,9 @@ class MaskedLMHead(keras.layers.Layer):
             head its own, `output_weights` [vocab, E] (a Hugging Face generator saved with
             tie_word_embeddings false).
 
+    `get_config` records the embeddings' config; `from_config` gives the head a new
+    `Embeddings` of that config (sharing one with an encoder is the builder's business).
+
     Example:
     >>> from electra_tf.model_config import ModelConfig
     >>> emb = Embeddings(ModelConfig(vocab_size=10, hidden_size=8, num_attention_heads=2))
@@ -71,6 +74,22 @@ class MaskedLMHead(keras.layers.Layer):
         table = tf.cast(table, x.dtype)
         logits = tf.einsum("bne,ve->bnv", x, table)
         return tf.cast(logits, tf.float32) + self.output_bias
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            embeddings=self.embeddings.get_config(),
+            hidden_act=self.hidden_act,
+            initializer_range=self.initializer_range,
+            tied_output=self.tied_output,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["embeddings"] = Embeddings.from_config(config["embeddings"])
+        return cls(**config)
 
 
 class DiscriminatorHead(keras.layers.Layer):

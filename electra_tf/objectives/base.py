@@ -9,7 +9,7 @@ are made of, and says which heads it needs, how its losses are normalised and wh
 costs in FLOPs.
 """
 
-from typing import Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import keras
 import numpy as np
@@ -223,7 +223,3 @@ def entropy(logits: tf.Tensor) -> tf.Tensor:
     """Entropy (nats) of softmax(logits) over the last axis."""
     logp = tf.nn.log_softmax(tf.cast(logits, tf.float32))
     return -tf.reduce_sum(tf.exp(logp) * logp, -1)
-
-
-def special_token_list(special_ids: Dict[str, int], keys: Sequence[str]) -> list:
-    return [special_ids[k] for k in keys if k in special_ids]

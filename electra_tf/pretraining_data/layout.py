@@ -8,12 +8,16 @@ it left) and the build holds `LOCK_FILE` (`electra_tf.run_lock`).
 
 import os
 
-TFRECORD_PREFIX = "pretrain_data.tfrecord"
-DATASET_INFO_FILE = "dataset_info.json"
-TOKEN_COUNTS_FILE = "token_counts.txt"
-# a data_dir's TFRecord directory (`find_dataset_info` also looks there)
-TFRECORD_DIR = "pretrain_tfrecords"
-BUILD_MARKER = ".build_incomplete"  # build_pretraining_dataset.py spells it out too
+# the names are `electra_tf.data_layout`'s (TFRECORD_DIR: a data_dir's TFRecord directory,
+# where `find_dataset_info` also looks)
+from electra_tf.data_layout import (  # noqa: F401 (re-exported)
+    BUILD_MARKER,
+    DATASET_INFO_FILE,
+    TFRECORD_DIR,
+    TFRECORD_PREFIX,
+    TOKEN_COUNTS_FILE,
+)
+
 LOCK_FILE = ".build.lock"
 _TEMPORARY_SUFFIX = ".incomplete"
 

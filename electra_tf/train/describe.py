@@ -5,6 +5,7 @@ import json
 import os
 
 from electra_tf import vocab
+from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.pretraining_config import PretrainingConfig
 
@@ -14,7 +15,7 @@ def describe(config: PretrainingConfig) -> dict:
     `builders.parameter_counts`) and "flops_per_step" (paper convention)."""
     vocab_file = config.paths.vocab_file
     tokens = vocab.load_vocab(vocab_file) if os.path.exists(vocab_file) else None
-    vocab_size = config.model.vocab_size or (len(tokens) if tokens else 30522)
+    vocab_size = config.vocab_size_for(config.model.vocab_size or (len(tokens) if tokens else None))
     if tokens:
         special = vocab.special_token_ids(tokens, vocab_file)
     else:
@@ -25,7 +26,7 @@ def describe(config: PretrainingConfig) -> dict:
     d["model_config"] = disc.to_dict()
     d["generator_config"] = gen.to_dict() if gen is not None else None
     d["parameters"] = builders.parameter_counts(model)
-    d["flops_per_step"] = builders.flops_per_step(config, vocab_size)
+    d["flops_per_step"] = step_flops(config, vocab_size).paper
     return d
 
 

@@ -5,8 +5,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from electra_tf import objectives, vocab
+from electra_tf import vocab
 from electra_tf.flops.analytic import config_value
+from electra_tf.flops.pretraining import pretraining_flops_per_step
 from electra_tf.flops.profiler import profile_function_flops
 from electra_tf.model_config import SHAPE_KEYS
 from electra_tf.modeling.builders import build_pretrainer
@@ -29,17 +30,19 @@ def profile_pretraining_flops(
         loss, in training mode (with dropout), as the forward half of a training step;
       * train step: the same forward, the gradients of the loss with respect to every trainable
         variable, global-norm clipping and the ElectraAdamW update.
-    The analytic figures use `sparse_embed_lookup=True` (the model gathers its embeddings).
+    The analytic figures are `flops.pretraining`'s count with `sparse_embed_lookup=True` (the
+    model gathers its embeddings): every objective and generator the config can build.
 
     Returns a dict with profiler_forward_flops, analytic_forward_flops, forward_ratio,
     profiler_train_step_flops, analytic_train_step_flops (backward = 1x forward, the paper's
     convention), train_step_ratio, analytic_train_step_flops_backward_2x (the ~3x-forward
     convention) and its ratio, and the shapes and configs used.
     """
-    values = {"model_size": model_size, "max_seq_length": seq_len, "train_batch_size": batch_size}
-    values.update(hparams or {})
+    # the traced shapes are the config's, whatever `hparams` say
+    values = {"model_size": model_size, **(hparams or {})}
+    values.update(max_seq_length=seq_len, train_batch_size=batch_size)
     config = PretrainingConfig.from_flat("flops_profile", "flops_profile", values)
-    vocab_size = int(config.model.vocab_size or 30522)
+    vocab_size = config.vocab_size_for()
     model = build_pretrainer(config, vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS))
     variables = model.trainable_weights
     optimizer = ElectraAdamW(1e-4, variables, clip_norm=config.optimizer.clip_norm)
@@ -68,21 +71,9 @@ def profile_pretraining_flops(
     gen_config = model.generator.config if model.generator is not None else None
     if gen_config is disc_config:
         gen_config = None
-    o = config.objective
 
     def analytic(backward_factor):
-        return objectives.pretraining_flops_per_step(
-            disc_config,
-            gen_config,
-            batch_size,
-            seq_len,
-            objective=o.objective,
-            electra_objective=o.electra_objective,
-            mask_prob=o.mask_prob,
-            sparse_embed_lookup=True,
-            backward_factor=backward_factor,
-            tied_embeddings=not config.generator.untied_generator_embeddings,
-        )
+        return pretraining_flops_per_step(config, vocab_size, True, backward_factor)
 
     analytic_forward = analytic(0.0)
     analytic_train = analytic(1.0)

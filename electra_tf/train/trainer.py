@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from electra_tf import run_dir, vocab
 from electra_tf.errors import UserError
+from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
@@ -124,12 +125,11 @@ class Trainer:
                 clip_norm=o.clip_norm,
             )
             self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
+        flops = step_flops(c, self.vocab_size)
         # the paper's convention (lookups as dense products, backward = forward): train_flops
-        self.flops_per_step = builders.flops_per_step(c, self.vocab_size)
+        self.flops_per_step = flops.paper
         # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU
-        self.real_flops_per_step = builders.flops_per_step(
-            c, self.vocab_size, sparse_embed_lookup=True, backward_factor=2.0
-        )
+        self.real_flops_per_step = flops.real
         self.jit_compile, self.jit_reason = devices.choose_jit_compile(c.scale.jit_compile)
         self.peak_flops, self.peak_source = devices.peak_flops(
             c.scale.precision, c.scale.peak_flops

@@ -26,6 +26,7 @@ def pool(sequence_output: tf.Tensor, input_mask: tf.Tensor, pooling: str) -> tf.
     return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1, mask.dtype))
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ClassificationHead(keras.layers.Layer):
     """[CLS] -> dropout -> dense(num_labels) -> softmax cross-entropy (per example).
 
@@ -91,6 +92,7 @@ class ClassificationHead(keras.layers.Layer):
         return config
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class RegressionHead(keras.layers.Layer):
     """[CLS] -> dropout -> dense(1) -> squared error against `<task>_targets` (per example).
 

@@ -23,6 +23,7 @@ import os
 import re
 from typing import Optional, Union
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json
 
@@ -165,4 +166,4 @@ def read_spec(path: str, name: str) -> TaskSpec:
 
 
 def spec_path(data_dir: str, name: str) -> str:
-    return os.path.join(data_dir, "finetuning_data", name, TASK_FILE)
+    return os.path.join(data_layout.finetuning_data_dir(data_dir, name), TASK_FILE)

@@ -6,6 +6,7 @@ import tensorflow as tf
 NEG = 1000.0  # the original's additive mask: logits += 1000 * (answer_mask - 1)
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class QAHead(keras.layers.Layer):
     """Joint start/end span head with an answerability classifier (original `qa_tasks.py`).
 

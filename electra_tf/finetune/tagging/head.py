@@ -7,6 +7,7 @@ import tensorflow as tf
 from electra_tf.finetune.task import softmax_cross_entropy
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class TaggingHead(keras.layers.Layer):
     """Gather each word's first sub-token -> dense(num_labels); loss = Σ_words CE (per sentence).
 
