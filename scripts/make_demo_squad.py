@@ -20,6 +20,7 @@ import re
 from absl import app, flags
 
 from electra_tf.errors import UserError, run_main
+from electra_tf.pretraining_data.corpus import read_documents
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -45,17 +46,7 @@ _WINDOW = 8  # words of the sentence kept on each side of the answer in the ques
 def read_articles(path: str) -> list[list[str]]:
     if not os.path.exists(path):
         raise UserError(f"{path}: corpus file not found")
-    articles, current = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                articles.append(current)
-                current = []
-    if current:
-        articles.append(current)
+    articles = read_documents(path)
     if not articles:
         raise UserError(f"{path}: no sentences")
     return articles

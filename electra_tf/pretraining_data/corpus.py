@@ -30,6 +30,22 @@ def open_text(path: str) -> IO[str]:
     return open(path, "r", encoding="utf-8", errors="replace", newline="\n")
 
 
+def read_documents(path: str) -> list[list[str]]:
+    """A corpus file's documents: lists of its stripped non-blank lines, split at blank lines."""
+    documents, current = [], []
+    with open_text(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                current.append(line)
+            elif current:
+                documents.append(current)
+                current = []
+    if current:
+        documents.append(current)
+    return documents
+
+
 def list_corpus_files(corpus: str | Sequence[str]) -> list:
     """A directory (its files, sorted), a file, a glob, or a list of those -> a list of files."""
     patterns = [corpus] if isinstance(corpus, str) else list(corpus)
