@@ -4,7 +4,7 @@
 
 reads DATA_DIR/pretrain_tfrecords/ and DATA_DIR/vocab.txt, writes DATA_DIR/models/NAME/ and resumes
 from its latest checkpoint when re-run. With no flags it runs the demo: it builds TFRecords from the
-bundled Wikipedia text (once) with the small-budget recipe's vocab and pretrains that recipe's ELECTRA
+bundled Wikipedia text (once) with the vocab learned from it and pretrains the small-budget recipe's ELECTRA
 (experiments/recipes/pretrain_small_budget.json) for a few minutes on a CPU.
 """
 
@@ -25,6 +25,9 @@ DEMO_MODEL_NAME = "electra_small_demo"
 # The demo is the small-budget recipe (its model, vocab, length, batch and learning rate), cut to a
 # few CPU minutes: the recipe's schedule scaled to DEMO_STEPS.
 RECIPE = os.path.join(REPO, "experiments", "recipes", "pretrain_small_budget.json")
+# The demo pretrains on the bundled Wikipedia text alone (nothing fetched), so it uses the vocab
+# learned from that text, not the recipe's in-domain one (experiments/prepare_corpus.py's corpus)
+DEMO_VOCAB = os.path.join(REPO, "data", "vocab", "wiki_30k_uncased.txt")
 DEMO_STEPS = 600
 DEMO_OVERRIDES = dict(
     save_checkpoints_steps=DEMO_STEPS,
@@ -49,7 +52,7 @@ FLAGS = flags.FLAGS
 
 
 def prepare_demo_data(data_dir: str, recipe_vocab: str, max_seq_length: int) -> None:
-    """Copies the recipe's vocab and builds TFRecords from the bundled corpora, once."""
+    """Copies the demo's vocab and builds TFRecords from the bundled corpora, once."""
     from electra_tf import pretraining_data
 
     os.makedirs(data_dir, exist_ok=True)
@@ -88,9 +91,7 @@ def main() -> None:
         print(train.describe_json(config))
         return
     if demo:
-        prepare_demo_data(
-            data_dir, os.path.join(REPO, recipe["vocab_file"]), config.model.max_seq_length
-        )
+        prepare_demo_data(data_dir, DEMO_VOCAB, config.model.max_seq_length)
     trainer = train.Trainer(config)
     if config.run.do_train:
         trainer.train()

@@ -109,7 +109,7 @@ def encode(encoder, tokenizer, sentences: List[str], max_len: int) -> Dict[str, 
 def load_encoder(checkpoint: str, random_init: bool):
     import tensorflow as tf
 
-    from electra_tf import checkpoints, run_dir
+    from electra_tf import checkpoints, data_layout, run_dir
     from electra_tf.modeling.encoder import TransformerEncoder
     from electra_tf.tokenization import FullTokenizer
 
@@ -121,7 +121,7 @@ def load_encoder(checkpoint: str, random_init: bool):
     encoder(ids, ids + 1, ids)
     if not random_init:
         checkpoints.restore_discriminator(encoder, prefix)
-    vocab_file = os.path.join(here, "vocab.txt")
+    vocab_file = data_layout.vocab_file(here)
     if not os.path.exists(vocab_file):
         vocab_file = config.hparams["vocab_file"]
     return encoder, FullTokenizer(vocab_file), prefix

@@ -45,6 +45,7 @@ for path in (REPO, HERE):
 import transfer_report  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 
+from electra_tf import data_layout  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
 from electra_tf.io_utils import read_json, write_atomically, write_json  # noqa: E402
 
@@ -118,7 +119,7 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
 
         subprocess.run([sys.executable, os.path.join(HERE, "prepare_corpus.py"), *argv], check=True)
     data_dir = os.path.join(work_dir, "data")
-    vocab = os.path.join(data_dir, "vocab.txt")
+    vocab = data_layout.vocab_file(data_dir)
     os.makedirs(data_dir, exist_ok=True)
     if not os.path.exists(vocab):
         import shutil
@@ -131,7 +132,7 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
             progress(f"building {name} TFRecords (length {recipe['max_seq_length']}) from {src}")
             pretraining_data.build_dataset(src, vocab, dest, max_seq_length=recipe["max_seq_length"],
                                            num_processes=2, num_out_files=shards, overwrite=True)  # fmt: skip
-        out[name] = os.path.join(dest, "pretrain_data.tfrecord*")
+        out[name] = data_layout.tfrecord_glob(dest)
     return out
 
 
@@ -160,7 +161,7 @@ def task_dir(work_dir: str, split: str, n_label: str, seed: int) -> str:
     if n is not None and n > len(pool):
         raise UserError(f"--label_counts: {n} > the {len(pool)} training sentences")
     data_dir = os.path.join(work_dir, "finetune", split, f"n{n_label}_s{seed}")
-    task = os.path.join(data_dir, "finetuning_data", "sst")
+    task = data_layout.finetuning_data_dir(data_dir, "sst")
     os.makedirs(task, exist_ok=True)
     for name, rows in (("train", label_subset(pool, n, seed)),
                        ("dev", validation if split == "validation" else dev)):  # fmt: skip
@@ -230,7 +231,7 @@ def pretrain(data, recipe, plan) -> None:
 
 
 def final_checkpoint(data, name: str, p: Dict[str, Any]) -> str:
-    return os.path.join(data["data_dir"], "models", name, f"ckpt-{p['steps']}")
+    return os.path.join(data_layout.model_dir(data["data_dir"], name), f"ckpt-{p['steps']}")
 
 
 # -- fine-tuning ----------------------------------------------------------------------------------
@@ -394,7 +395,7 @@ def main() -> None:
     results = collect(work_dir, data, plan, runs)
     pretraining = {}
     for name, p in plan.items():
-        cache = os.path.join(data["data_dir"], "models", name, "heldout_eval.json")
+        cache = os.path.join(data_layout.model_dir(data["data_dir"], name), "heldout_eval.json")
         if os.path.exists(cache):
             pretraining[name] = read_json(cache)
     transfer_report.write_outputs(FLAGS.out_dir, results, pretraining, selection, plan,

@@ -120,13 +120,6 @@ LAYOUT_OWNER = "electra_tf/data_layout.py"
 # the names of a data directory's parts (`electra_tf.data_layout`), as whole path components
 LAYOUT_NAMES = ("vocab.txt", "pretrain_tfrecords", "finetuning_data", "pretrain_data.tfrecord",
                 ".build_incomplete")  # fmt: skip
-# experiments another developer owns (they spell the layout still)
-LAYOUT_EXEMPT = {
-    "experiments/transfer.py",
-    "experiments/prepare_corpus.py",
-    "experiments/probe.py",
-    "experiments/transfer_report.py",
-}
 
 
 def _docstrings(tree) -> set:
@@ -168,7 +161,7 @@ def layout_checked_files() -> list:
         for f in sorted(os.listdir(os.path.join(REPO, directory) if directory else REPO)):
             if f.endswith(".py"):
                 files.append(os.path.join(directory, f) if directory else f)
-    return [f for f in files if f != LAYOUT_OWNER and f not in LAYOUT_EXEMPT]
+    return [f for f in files if f != LAYOUT_OWNER]
 
 
 def test_the_data_directory_layout_is_spelt_only_by_its_owner():
