@@ -25,7 +25,11 @@ The protocol (fixed before the run):
     python experiments/transfer.py --work_dir=W --stage=report
 
 Every stage resumes (finished runs are found and reused); `--worker=i --workers=n` splits a
-stage's fine-tunings between n processes.
+stage's fine-tunings between n processes. What a stage finishes is kept in the repository, so
+that the experiment resumes on another machine: each pretrained discriminator as a Hugging Face
+directory (float32 safetensors, ~12 MB) with its held-out metrics in `--encoders_dir`, and each
+fine-tuning's accuracy and per-sentence correctness in `--runs_dir` (one JSON file per run); the
+fine-tunings always start from that directory, so a run replays the same on every machine.
 """
 
 import itertools
@@ -43,6 +47,7 @@ for path in (REPO, HERE):
         sys.path.insert(0, path)
 
 import transfer_report  # noqa: E402
+import transfer_store  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 
 from electra_tf import data_layout  # noqa: E402
@@ -96,6 +101,10 @@ flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
 flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
 flags.DEFINE_integer("bootstrap", 2000, "Bootstrap replicates.")
 flags.DEFINE_integer("num_shards", 10, "Training TFRecord shards.")
+flags.DEFINE_string("encoders_dir", os.path.join(HERE, "checkpoints"),
+                    "Pretrained discriminators kept (Hugging Face directories) and read back.")  # fmt: skip
+flags.DEFINE_string("runs_dir", os.path.join(HERE, "results", "transfer_runs"),
+                    "Finished fine-tunings kept (one JSON file each) and read back.")  # fmt: skip
 
 
 def progress(msg: str) -> None:
@@ -214,8 +223,9 @@ def pretrain(data, recipe, plan) -> None:
 
     for name, p in plan.items():
         config = pretraining_config(data, recipe, p["objective"], name, p["steps"])
-        cache = os.path.join(config.paths.model_dir, "heldout_eval.json")
-        if os.path.exists(cache):
+        cache = os.path.join(config.paths.model_dir, transfer_store.HELDOUT_FILE)
+        if heldout_metrics(data, name) is not None:
+            encoder_dir(data, name, p)  # kept in --encoders_dir
             continue
         progress(f"pretraining {name}: {p['steps']} steps, {p['train_flops_real']:.3e} real FLOPs")
         trainer = Trainer(config)
@@ -228,10 +238,35 @@ def pretrain(data, recipe, plan) -> None:
         metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
         write_json(cache, {"heldout": metrics, "train_seconds": seconds, **p})
         progress(f"{name} done in {seconds / 60:.1f} min; held-out {metrics}")
+        encoder_dir(data, name, p)
 
 
 def final_checkpoint(data, name: str, p: Dict[str, Any]) -> str:
     return os.path.join(data_layout.model_dir(data["data_dir"], name), f"ckpt-{p['steps']}")
+
+
+def heldout_metrics(data, name: str) -> Optional[Dict[str, Any]]:
+    return transfer_store.heldout_metrics(
+        data_layout.model_dir(data["data_dir"], name), os.path.join(FLAGS.encoders_dir, name)
+    )
+
+
+def export_discriminator(checkpoint: str, out_dir: str) -> None:
+    import subprocess
+
+    subprocess.run([sys.executable, os.path.join(REPO, "export_model.py"),
+                    f"--checkpoint={checkpoint}", "--format=huggingface", "--head=discriminator",
+                    f"--export_dir={out_dir}"], check=True)  # fmt: skip
+
+
+def encoder_dir(data, name: str, p: Dict[str, Any]) -> str:
+    """The discriminator every fine-tuning of `name` starts from (`transfer_store.encoder_dir`)."""
+    return transfer_store.encoder_dir(
+        data_layout.model_dir(data["data_dir"], name),
+        final_checkpoint(data, name, p),
+        os.path.join(FLAGS.encoders_dir, name),
+        export_discriminator,
+    )
 
 
 # -- fine-tuning ----------------------------------------------------------------------------------
@@ -249,31 +284,45 @@ def epochs_for(n_label: str, pool_size: int, base_epochs: float) -> float:
     return max(2.0, base_epochs * 1000.0 / n)
 
 
-def finetune_run(work_dir, data, plan, run: Dict[str, Any]) -> Dict[str, Any]:
-    """One fine-tuning (one seed): returns its accuracy and per-sentence correctness."""
+def run_hparams(run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
+    """A fine-tuning's hparams, without the machine's paths."""
+    h = {**FINETUNE_BASE, **run["hparams"], "seed": run["seed"],
+         "random_init": run["arm"] == "random_init"}  # fmt: skip
+    h["num_train_epochs"] = epochs_for(run["n"], pool_size, h["num_train_epochs"])
+    return h
+
+
+def kept_record(run: Dict[str, Any], pool_size: int) -> Optional[Dict[str, Any]]:
+    """A finished fine-tuning's kept record, as a result (None: not run, or other hparams)."""
+    found = transfer_store.kept_record(
+        FLAGS.runs_dir, run["key"], run["pretrained"], run_hparams(run, pool_size)
+    )
+    return None if found is None else {**run, "accuracy": found[0], "correct": found[1]}
+
+
+def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
+    """One fine-tuning (one seed), or its kept record: its accuracy and per-sentence correctness."""
+    found = kept_record(run, pool_size)
+    if found is not None:
+        return found
+    import keras
+
     from electra_tf.finetune.config import FinetuningConfig
     from electra_tf.finetune.runner import run_finetuning
 
     ddir = task_dir(work_dir, run["split"], run["n"], run["seed"])
-    pool = len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[1])
     pt = run["pretrained"]
-    hparams = {**FINETUNE_BASE, **run["hparams"], "seed": run["seed"],
-               "init_checkpoint": final_checkpoint(data, pt, plan[pt]), "vocab_file": data["vocab"],
-               "random_init": run["arm"] == "random_init"}  # fmt: skip
-    hparams["num_train_epochs"] = epochs_for(run["n"], pool, hparams["num_train_epochs"])
-    config = FinetuningConfig.from_hparams(run["name"], ddir, hparams)
-    path = os.path.join(config.results_dir, "sst.json")
-    done = read_json(path) if os.path.exists(path) else None
-    if not done or any(done.get("config", {}).get(k) != v for k, v in hparams.items()):
-        import keras
-
-        keras.backend.clear_session()
-        t = time.time()
-        run_finetuning(config)
-        progress(f"{run['key']}: {time.time() - t:.0f}s")
-        done = read_json(path)
+    h = run_hparams(run, pool_size)
+    paths = {"init_checkpoint": encoder_dir(data, pt, plan[pt]), "vocab_file": data["vocab"]}
+    config = FinetuningConfig.from_hparams(run["name"], ddir, {**h, **paths})
+    keras.backend.clear_session()
+    t = time.time()
+    run_finetuning(config)
+    seconds = time.time() - t
+    progress(f"{run['key']}: {seconds:.0f}s")
     correct = correct_per_seed(config.results_dir, dev_labels(ddir), 1)[0]
-    return {**run, "accuracy": 100.0 * correct.count("1") / len(correct), "correct": correct}
+    accuracy = transfer_store.keep_record(FLAGS.runs_dir, run["key"], pt, h, correct, seconds)
+    return {**run, "accuracy": accuracy, "correct": correct}
 
 
 def hp_key(h: Dict[str, Any]) -> str:
@@ -332,27 +381,22 @@ def choose(results: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     return chosen
 
 
+def training_pool_size() -> int:
+    return len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[1])
+
+
 def run_all(work_dir, data, plan, runs) -> List[Dict[str, Any]]:
     mine = runs[FLAGS.worker :: FLAGS.workers]
-    progress(f"{len(mine)} of {len(runs)} fine-tunings in this worker")
-    out = []
-    for run in mine:
-        out.append(finetune_run(work_dir, data, plan, run))
-    return out
+    n = training_pool_size()
+    todo = sum(kept_record(r, n) is None for r in mine)
+    progress(f"{len(mine)} of {len(runs)} fine-tunings in this worker, {todo} to run")
+    return [finetune_run(work_dir, data, plan, run, n) for run in mine]
 
 
-def collect(work_dir, data, plan, runs) -> List[Dict[str, Any]]:
-    """The finished ones of `runs` (read back; nothing trained)."""
-    from electra_tf.finetune.config import FinetuningConfig
-
-    done = []
-    for run in runs:
-        ddir = os.path.join(work_dir, "finetune", run["split"], f"n{run['n']}_s{run['seed']}")
-        config = FinetuningConfig.from_hparams(run["name"], ddir, {**FINETUNE_BASE,
-                                               "random_init": run["arm"] == "random_init"})  # fmt: skip
-        if os.path.exists(os.path.join(config.results_dir, "sst.json")):
-            done.append(finetune_run(work_dir, data, plan, run))
-    return done
+def collect(runs) -> List[Dict[str, Any]]:
+    """The finished ones of `runs`, from their kept records (nothing trained, nothing written)."""
+    n = training_pool_size()
+    return [r for r in (kept_record(run, n) for run in runs) if r is not None]
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -373,7 +417,7 @@ def main() -> None:
     if FLAGS.stage == "select":
         results = run_all(work_dir, data, plan, selection_runs(plan))
         if FLAGS.workers > 1:
-            results = collect(work_dir, data, plan, selection_runs(plan))
+            results = collect(selection_runs(plan))
         chosen = choose(results)
         if len(chosen) == len(SELECT_ARMS):
             write_json(selection_path, {"grid": GRID, "chosen": chosen, "base": FINETUNE_BASE,
@@ -392,12 +436,8 @@ def main() -> None:
     if FLAGS.stage == "evaluate":
         run_all(work_dir, data, plan, runs)
         return
-    results = collect(work_dir, data, plan, runs)
-    pretraining = {}
-    for name, p in plan.items():
-        cache = os.path.join(data_layout.model_dir(data["data_dir"], name), "heldout_eval.json")
-        if os.path.exists(cache):
-            pretraining[name] = read_json(cache)
+    results = collect(runs)
+    pretraining = {n: m for n in plan if (m := heldout_metrics(data, n)) is not None}
     transfer_report.write_outputs(FLAGS.out_dir, results, pretraining, selection, plan,
                                   FLAGS.bootstrap, len(task_rows(FLAGS.movie_data, FLAGS.validation_split)[3]))  # fmt: skip
     progress(f"{len(results)} of {len(runs)} evaluation runs reported in {FLAGS.out_dir}")
