@@ -255,12 +255,14 @@ def export_discriminator(checkpoint: str, out_dir: str) -> None:
     import subprocess
 
     subprocess.run([sys.executable, os.path.join(REPO, "export_model.py"),
-                    f"--checkpoint={checkpoint}", "--format=huggingface", "--head=discriminator",
+                    f"--checkpoint={checkpoint}", "--format=huggingface", "--head=encoder",
                     f"--export_dir={out_dir}"], check=True)  # fmt: skip
 
 
 def encoder_dir(data, name: str, p: Dict[str, Any]) -> str:
-    """The discriminator every fine-tuning of `name` starts from (`transfer_store.encoder_dir`)."""
+    """The encoder every fine-tuning of `name` starts from (`transfer_store.encoder_dir`): the
+    final checkpoint's, exported as a Hugging Face `ElectraModel` (masked LM has no
+    discriminator head; fine-tuning reads the encoder only)."""
     return transfer_store.encoder_dir(
         data_layout.model_dir(data["data_dir"], name),
         final_checkpoint(data, name, p),
