@@ -34,28 +34,28 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 @dataclasses.dataclass(frozen=True)
 class RunHparams:
     debug: bool = hparam(False, help="tiny model and few steps, as the original's debug preset")
-    do_train: bool = True
-    do_eval: bool = False
-    eval_batch_size: int = 128
+    do_train: bool = hparam(True, help="train to num_train_steps; a re-run resumes from the newest")
+    do_eval: bool = hparam(False, help="evaluate on num_eval_steps batches of the training data")
+    eval_batch_size: int = hparam(128, help="evaluation batch size")
     shuffle_buffer_size: int = hparam(100, help="records shuffled in training (the original's)")
     skip_corrupt_records: bool = hparam(
         False, help="skip a damaged shard's rest (counted) instead of stopping with its name"
     )
-    num_eval_steps: int = 100
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    log_every_steps: int = 10
+    num_eval_steps: int = hparam(100, help="evaluation batches (fewer if the data runs out)")
+    save_checkpoints_steps: int = hparam(1000, help="steps between checkpoints")
+    keep_checkpoint_max: int = hparam(5, help="newest checkpoints kept (0: all)")
+    log_every_steps: int = hparam(10, help="steps between progress lines and train summaries")
 
 
 @dataclasses.dataclass(frozen=True)
 class ObjectiveHparams:
     electra_objective: bool = hparam(True, help="false: the original's masked LM only")
-    objective: str = hparam("electra", choices=objectives.NAMES)
-    gen_weight: float = 1.0
-    disc_weight: float = 50.0
-    mask_prob: float = 0.15
-    temperature: float = 1.0
-    disallow_correct: bool = False
+    objective: str = hparam("electra", choices=objectives.NAMES, help="paper Table 5, and Electric")
+    gen_weight: float = hparam(1.0, help="weight of the generator's (masked-LM) loss")
+    disc_weight: float = hparam(50.0, help="weight of the discriminator's loss")
+    mask_prob: float = hparam(0.15, help="fraction of the tokens masked")
+    temperature: float = hparam(1.0, help="the generator's logits are divided by it to sample")
+    disallow_correct: bool = hparam(False, help="a sample is never the original token")
     adversarial_generator: bool = hparam(False, help="REINFORCE generator (paper appendix F)")
     electric_objective: bool = hparam(False, help="Electric (the original's); = objective electric")
     whole_word_masking: bool = hparam(False, help="mask whole words (a token and its ## pieces)")
@@ -63,12 +63,12 @@ class ObjectiveHparams:
 
 @dataclasses.dataclass(frozen=True)
 class GeneratorHparams:
-    untied_generator_embeddings: bool = False
-    untied_generator: bool = True
-    generator_layers: float = 1.0
-    generator_hidden_size: float = 0.25
+    untied_generator_embeddings: bool = hparam(False, help="true: own embeddings (not shared)")
+    untied_generator: bool = hparam(True, help="false: the generator is the discriminator")
+    generator_layers: float = hparam(1.0, help="layers, a fraction of the discriminator's")
+    generator_hidden_size: float = hparam(0.25, help="width, a fraction of the discriminator's")
     # false | "uniform" (= true, the original's) | "unigram"
-    uniform_generator: Union[bool, Literal["uniform", "unigram"]] = False
+    uniform_generator: Union[bool, Literal["uniform", "unigram"]] = hparam(False, help="no generator network: uniform (true) or unigram samples")
     generator_config: Dict[str, Any] = hparam({}, help="BERT JSON keys overriding the derived")
     token_counts_file: Optional[str] = hparam(None, help="None: token_counts.txt by the data")
     two_tower_generator: bool = hparam(False, help="Electric's cloze generator; forced by it")
@@ -76,12 +76,12 @@ class GeneratorHparams:
 
 @dataclasses.dataclass(frozen=True)
 class ModelHparams:
-    model_size: str = hparam("small", choices=tuple(MODEL_SIZES))
-    model_hparam_overrides: Dict[str, Any] = hparam({})
+    model_size: str = hparam("small", choices=tuple(MODEL_SIZES), help="hidden size and layers")
+    model_hparam_overrides: Dict[str, Any] = hparam({}, help="BERT config keys over model_size's")
     embedding_size: Optional[int] = hparam(None, help="None: hidden size; small: 128")
     vocab_size: Optional[int] = hparam(None, help="None: the number of lines of vocab_file")
     do_lower_case: bool = hparam(True, help="checked against the dataset's dataset_info.json")
-    max_seq_length: int = 128
+    max_seq_length: int = hparam(128, help="tokens per example (the TFRecords' length)")
     # Tied, a rarely predicted token's row only ever gets the softmax's push away from the
     # hidden states, the same direction for every rare token; Adam normalises those small
     # gradients to full steps, so at small scale the rare rows collapse onto one direction
@@ -94,13 +94,13 @@ class ModelHparams:
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerHparams:
-    learning_rate: float = 5e-4
-    lr_decay_power: float = 1.0
-    weight_decay_rate: float = 0.01
-    num_warmup_steps: int = 10000
-    num_train_steps: int = 1000000
-    train_batch_size: int = 128
-    clip_norm: Optional[float] = 1.0
+    learning_rate: float = hparam(5e-4, help="peak learning rate")
+    lr_decay_power: float = hparam(1.0, help="power of the polynomial decay to 0 (1: linear)")
+    weight_decay_rate: float = hparam(0.01, help="decoupled weight decay (not LayerNorm, bias)")
+    num_warmup_steps: int = hparam(10000, help="the decayed rate x min(1, step / this)")
+    num_train_steps: int = hparam(1000000, help="training steps")
+    train_batch_size: int = hparam(128, help="global batch size (all replicas)")
+    clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
     # paper §3.2: the generator alone (MLM) for n steps, then the discriminator initialised
     # from it and trained with the generator frozen; 0: off
@@ -111,26 +111,26 @@ class OptimizerHparams:
 class PathHparams:
     """None: derived from data_dir and model_name, as the original."""
 
-    pretrain_tfrecords: Optional[str] = None
-    vocab_file: Optional[str] = None
-    model_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
+    pretrain_tfrecords: Optional[str] = hparam(None, help="null: DATA_DIR's; comma-separated globs")
+    vocab_file: Optional[str] = hparam(None, help="null: DATA_DIR/vocab.txt")
+    model_dir: Optional[str] = hparam(None, help="null: DATA_DIR/models/MODEL_NAME")
+    init_checkpoint: Optional[str] = hparam(None, help="warm start unless resuming (any format)")
 
 
 @dataclasses.dataclass(frozen=True)
 class ScaleHparams:
-    distribution: str = hparam("auto", choices=DISTRIBUTIONS)
-    precision: str = hparam("float32", choices=PRECISIONS)
+    distribution: str = hparam("auto", choices=DISTRIBUTIONS, help="auto: TPU, else GPUs, else one")
+    precision: str = hparam("float32", choices=PRECISIONS, help="Keras mixed-precision policy")
     # "auto": XLA where it is the faster path (GPUs, TPUs, CPUs without AVX512_BF16; see
     # electra_tf.train.devices), the graph path elsewhere
     jit_compile: Union[bool, Literal["auto"]] = hparam("auto", help="XLA-compile the step")
     # training steps per tf.function call (one host synchronisation each), as the original's;
     # a call also ends at each multiple of log_every_steps and save_checkpoints_steps
-    iterations_per_loop: int = 200
+    iterations_per_loop: int = hparam(200, help="steps per tf.function call (one host sync)")
     # all-reduce gradients in this dtype (None: float32): half the bytes on the wire, for
     # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
-    allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"))
-    gradient_accumulation_steps: int = 1
+    allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"), help="all-reduce gradients in it; null: float32")
+    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
     seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
     deterministic: bool = hparam(
         False, help="needs seed set: op determinism; a resumed run replays exactly"

@@ -35,8 +35,8 @@ from electra_tf.optimization import OPTIMIZERS
 class GeneralHparams:
     debug: bool = hparam(False, help="the original's debug preset (see DEBUG_PRESET)")
     num_trials: int = hparam(1, help="independent fine-tuning runs; results report the median")
-    do_train: bool = True
-    do_eval: bool = True
+    do_train: bool = hparam(True, help="false: no fine-tuning (score as loaded)")
+    do_eval: bool = hparam(True, help="score the dev split(s)")
     keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
     seed: Optional[int] = hparam(None, help="None: nondeterministic; trial t uses seed + t")
     deterministic: bool = hparam(
@@ -49,12 +49,12 @@ class GeneralHparams:
 
 @dataclasses.dataclass(frozen=True)
 class ModelHparams:
-    model_size: str = hparam("small", choices=tuple(MODEL_SIZES))
+    model_size: str = hparam("small", choices=tuple(MODEL_SIZES), help="sets the lr and decay")
     task_names: Union[list, str] = hparam(["sst"], help="a list, or names separated by commas")
-    model_hparam_overrides: dict = hparam({})
+    model_hparam_overrides: dict = hparam({}, help="only without a config.json by the model")
     embedding_size: Optional[int] = hparam(None, help="only without a config.json by the model")
     vocab_size: int = hparam(30522, help="only without a config.json by the model")
-    do_lower_case: bool = True
+    do_lower_case: bool = hparam(True, help="lower-case (and strip accents) in tokenizing")
     # new: the top N transformer layers keep their fresh initialisation instead of the
     # pretrained weights (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning")
     reinit_top_layers: int = hparam(0, help="0: every layer pretrained (the original)")
@@ -70,7 +70,7 @@ class OptimizationHparams:
     learning_rate: Optional[float] = hparam(
         None, help="None: a custom task's, else small 3e-4, base 1e-4, large 5e-5"
     )
-    weight_decay_rate: float = 0.01
+    weight_decay_rate: float = hparam(0.01, help="decoupled weight decay (not LayerNorm, bias)")
     layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
     layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
     # new: layer-wise decay alone leaves the embedding layer decay^(layers+2) of the rate (0.26
@@ -80,33 +80,33 @@ class OptimizationHparams:
     )
     num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
-    clip_norm: float = 1.0
+    clip_norm: float = hparam(1.0, help="gradient global-norm clip")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
     jit_compile: Optional[bool] = hparam(None, help="None: XLA when training runs >= 300 steps")
-    log_every_steps: int = 10
+    log_every_steps: int = hparam(10, help="steps between progress lines")
 
 
 @dataclasses.dataclass(frozen=True)
 class DataHparams:
     max_seq_length: Optional[int] = hparam(None, help="None: from the tasks' kinds")
-    train_batch_size: int = 32
-    eval_batch_size: int = 32
+    train_batch_size: int = hparam(32, help="training batch size")
+    eval_batch_size: int = hparam(32, help="evaluation batch size")
     double_unordered: bool = hparam(True, help="MRPC and STS train pairs also swapped")
-    write_test_outputs: bool = False
+    write_test_outputs: bool = hparam(False, help="also write the test split(s)' predictions")
 
 
 @dataclasses.dataclass(frozen=True)
 class QAHparams:
-    max_query_length: int = 64
-    doc_stride: int = 128
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    answerable_classifier: bool = True
-    answerable_uses_start_logits: bool = True
-    answerable_weight: float = 0.5
-    joint_prediction: bool = True
-    beam_size: int = 20
-    qa_na_threshold: float = -2.75
+    max_query_length: int = hparam(64, help="QA: question tokens kept")
+    doc_stride: int = hparam(128, help="QA: tokens between sliding windows' starts")
+    n_best_size: int = hparam(20, help="QA: n-best answers kept per question")
+    max_answer_length: int = hparam(30, help="QA: longest answer (tokens)")
+    answerable_classifier: bool = hparam(True, help="QA: train a has-answer head")
+    answerable_uses_start_logits: bool = hparam(True, help="QA: that head also reads the starts")
+    answerable_weight: float = hparam(0.5, help="QA: the has-answer loss's weight")
+    joint_prediction: bool = hparam(True, help="QA: the end conditioned on the start")
+    beam_size: int = hparam(20, help="QA, joint: starts (and ends per start) kept")
+    qa_na_threshold: float = hparam(-2.75, help="SQuAD 2.0: no answer where null odds exceed it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +114,7 @@ class PathHparams:
     init_checkpoint: Optional[str] = hparam(None, help="None: DATA_DIR/models/MODEL_NAME")
     # new: fine-tunes a randomly initialised encoder of the same config (config.json beside
     # init_checkpoint), the no-pretraining baseline; results go to results_random_init/
-    random_init: bool = False
+    random_init: bool = hparam(False, help="a random encoder: the no-pretraining baseline")
     vocab_file: Optional[str] = hparam(None, help="None: the model's vocab.txt, else DATA_DIR's")
 
 
@@ -123,17 +123,17 @@ class CompatHparams:
     """Keys of the original's hparams files that have no effect here (features are built in
     memory, there is no TPU loop)."""
 
-    log_examples: bool = hparam(False, compat=True)
-    iterations_per_loop: int = hparam(1000, compat=True)
-    use_tfrecords_if_existing: bool = hparam(True, compat=True)
-    n_writes_test: int = hparam(5, compat=True)
-    predict_batch_size: int = hparam(32, compat=True)
-    use_tpu: bool = hparam(False, compat=True)
-    num_tpu_cores: int = hparam(1, compat=True)
-    tpu_job_name: Optional[str] = hparam(None, compat=True)
-    tpu_name: Optional[str] = hparam(None, compat=True)
-    tpu_zone: Optional[str] = hparam(None, compat=True)
-    gcp_project: Optional[str] = hparam(None, compat=True)
+    log_examples: bool = hparam(False, compat=True, help="the original's: logs featurised examples")
+    iterations_per_loop: int = hparam(1000, compat=True, help="the original's TPU steps per loop")
+    use_tfrecords_if_existing: bool = hparam(True, compat=True, help="the original's feature cache")
+    n_writes_test: int = hparam(5, compat=True, help="the original's trials with test outputs")
+    predict_batch_size: int = hparam(32, compat=True, help="the original's prediction batch")
+    use_tpu: bool = hparam(False, compat=True, help="the original's: run on a TPU")
+    num_tpu_cores: int = hparam(1, compat=True, help="the original's TPU core count")
+    tpu_job_name: Optional[str] = hparam(None, compat=True, help="the original's TPU job name")
+    tpu_name: Optional[str] = hparam(None, compat=True, help="the original's TPU name")
+    tpu_zone: Optional[str] = hparam(None, compat=True, help="the original's TPU zone")
+    gcp_project: Optional[str] = hparam(None, compat=True, help="the original's GCP project")
 
 
 SECTIONS = {
