@@ -247,7 +247,6 @@ def test_every_task_json_key_is_documented_in_finetuning_md():
 
 # -- the README's shape (checked once the README is rewritten) -------------------------------------
 
-README_PENDING = pytest.mark.xfail(strict=True, reason="README rewrite pending")
 PILOT = re.compile(
     r"\bpilot\b|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|\d+(?:st|nd|rd|th))"
     r"(?: pilot)? rounds?\b",
@@ -262,13 +261,11 @@ def _line_of(text, needle):
     return None
 
 
-@README_PENDING
 def test_readme_is_at_most_150_lines():
     n = len(_read("README.md").rstrip("\n").split("\n"))
     assert n <= 150, f"README.md has {n} lines (at most 150: the rest belongs in docs/)"
 
 
-@README_PENDING
 def test_readme_set_up_commands_come_first():
     text = _read("README.md")
     demo, tests = _line_of(text, DEMO_COMMAND), _line_of(text, TEST_COMMAND)
@@ -276,7 +273,6 @@ def test_readme_set_up_commands_come_first():
     assert tests is not None and tests <= 45, f"README.md: the test command is at line {tests}"
 
 
-@README_PENDING
 def test_readme_has_no_pilot_round_narrative():
     found = [
         f"README.md:{n}: {m.group(0)!r}"
