@@ -112,7 +112,7 @@ class PathHparams:
     """None: derived from data_dir and model_name, as the original."""
 
     pretrain_tfrecords: Optional[str] = hparam(None, help="null: DATA_DIR's; comma-separated globs")
-    vocab_file: Optional[str] = hparam(None, help="null: DATA_DIR/vocab.txt")
+    vocab_file: Optional[str] = hparam(None, help="null: the data directory's vocab file")
     model_dir: Optional[str] = hparam(None, help="null: DATA_DIR/models/MODEL_NAME")
     init_checkpoint: Optional[str] = hparam(None, help="warm start unless resuming (any format)")
 
