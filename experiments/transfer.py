@@ -32,6 +32,7 @@ fine-tuning's accuracy and per-sentence correctness in `--runs_dir` (one JSON fi
 fine-tunings always start from that directory, so a run replays the same on every machine.
 """
 
+import functools
 import itertools
 import os
 import sys
@@ -145,6 +146,7 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=None)  # read once per process, however many runs ask
 def task_rows(movie_data: str, validation: int):
     """(header, the pool the label subsets are drawn from, the validation rows, the dev rows)."""
     with open(os.path.join(movie_data, "train.tsv"), encoding="utf-8") as f:
@@ -303,10 +305,8 @@ def kept_record(run: Dict[str, Any], pool_size: int) -> Optional[Dict[str, Any]]
 
 
 def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
-    """One fine-tuning (one seed), or its kept record: its accuracy and per-sentence correctness."""
-    found = kept_record(run, pool_size)
-    if found is not None:
-        return found
+    """Runs one fine-tuning (one seed) and keeps its record: its accuracy and per-sentence
+    correctness."""
     import keras
 
     from electra_tf.finetune.config import FinetuningConfig
@@ -390,9 +390,11 @@ def training_pool_size() -> int:
 def run_all(work_dir, data, plan, runs) -> List[Dict[str, Any]]:
     mine = runs[FLAGS.worker :: FLAGS.workers]
     n = training_pool_size()
-    todo = sum(kept_record(r, n) is None for r in mine)
+    kept = [kept_record(run, n) for run in mine]
+    todo = sum(k is None for k in kept)
     progress(f"{len(mine)} of {len(runs)} fine-tunings in this worker, {todo} to run")
-    return [finetune_run(work_dir, data, plan, run, n) for run in mine]
+    return [k if k is not None else finetune_run(work_dir, data, plan, run, n)
+            for run, k in zip(mine, kept)]  # fmt: skip
 
 
 def collect(runs) -> List[Dict[str, Any]]:

@@ -5,6 +5,7 @@ the rest read markdown files and nothing else.
 """
 
 import ast
+import functools
 import glob
 import importlib.util
 import os
@@ -99,6 +100,7 @@ def slug(heading):
     return "".join(kept).replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)  # a file's anchors, parsed once for all its inbound links
 def anchors(path):
     """Every anchor of the markdown file `path`: headings under GitHub's rules (a repeated slug
     gets -1, -2, ...), and explicit `<a name=...>` / `id=...`."""
