@@ -204,10 +204,16 @@ def pretraining_plan(data: Dict[str, str], recipe: Dict[str, Any]) -> Dict[str, 
         real, paper = fps(obj)
         for b in sorted((float(x) for x in FLAGS.budgets), reverse=True):
             steps = max(1, int(round(b * budget / real)))
-            plan[f"pt_{obj}_{b:g}"] = {"objective": obj, "budget": b, "steps": steps,
+            plan[run_name(obj, b * budget)] = {"objective": obj, "budget": b, "steps": steps,
                                        "real_flops_per_step": real, "paper_flops_per_step": paper,
                                        "train_flops_real": steps * real}  # fmt: skip
     return plan
+
+
+def run_name(objective: str, flops: float) -> str:
+    """A pretraining run's name from its objective and budget, e.g. `pt_electra_1e14`: absolute,
+    so that runs of one recipe keep their names (and kept encoders) whatever the largest budget."""
+    return f"pt_{objective}_{flops:.3g}".replace("+", "")
 
 
 def pretraining_config(data, recipe, objective: str, name: str, steps: int):
