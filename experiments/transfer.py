@@ -302,10 +302,16 @@ def run_hparams(run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
     return h
 
 
+def record_source(run: Dict[str, Any]) -> Optional[str]:
+    """The pretrained run a fine-tuning's record depends on: None for random init, which reads
+    only the encoder's shape (the recipe's, the same at every budget)."""
+    return None if run["arm"] == "random_init" else run["pretrained"]
+
+
 def kept_record(run: Dict[str, Any], pool_size: int) -> Optional[Dict[str, Any]]:
     """A finished fine-tuning's kept record, as a result (None: not run, or other hparams)."""
     found = transfer_store.kept_record(
-        FLAGS.runs_dir, run["key"], run["pretrained"], run_hparams(run, pool_size)
+        FLAGS.runs_dir, run["key"], record_source(run), run_hparams(run, pool_size)
     )
     return None if found is None else {**run, "accuracy": found[0], "correct": found[1]}
 
@@ -329,7 +335,9 @@ def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> D
     seconds = time.time() - t
     progress(f"{run['key']}: {seconds:.0f}s")
     correct = correct_per_seed(config.results_dir, dev_labels(ddir), 1)[0]
-    accuracy = transfer_store.keep_record(FLAGS.runs_dir, run["key"], pt, h, correct, seconds)
+    accuracy = transfer_store.keep_record(
+        FLAGS.runs_dir, run["key"], record_source(run), h, correct, seconds
+    )
     return {**run, "accuracy": accuracy, "correct": correct}
 
 
@@ -339,54 +347,71 @@ def hp_key(h: Dict[str, Any]) -> str:
 
 
 def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
-    key = f"{split}/n{n}_s{seed}/{arm}/{hp_key(hparams)}"
+    """One fine-tuning; `pretrained` is the run it starts from (for random init: whose shape)."""
+    source = "" if arm == "random_init" else f"{pretrained}/"
+    key = f"{split}/n{n}_s{seed}/{arm}/{source}{hp_key(hparams)}"
     name = f"ft_{arm}_{pretrained}_{hp_key(hparams)}"
     return {"key": key, "name": name, "split": split, "n": n, "seed": seed, "arm": arm,
             "pretrained": pretrained, "hparams": hparams}  # fmt: skip
 
 
-def selection_runs(plan) -> List[Dict[str, Any]]:
+def arm_source(plan, arm: str) -> str:
+    """The pretrained run an arm's fine-tunings start from: its objective's largest budget (random
+    init and the embeddings diagnostic: ELECTRA's)."""
+    return largest(plan, arm if arm in ("electra", "mlm") else "electra")
+
+
+def selection_runs(plan, arms, grid_points=None) -> List[Dict[str, Any]]:
     n = str(FLAGS.select_label_count)
     runs = []
-    grid = [GRID[int(i)] for i in FLAGS.grid_points] if FLAGS.grid_points else GRID
+    grid = [GRID[int(i)] for i in grid_points] if grid_points else GRID
     # seed outermost: a partial stage has every arm at every grid point for the first seeds
-    for seed, h, arm in itertools.product(range(FLAGS.select_seeds), grid, FLAGS.arms):
-        pt = largest(plan, "electra" if arm == "random_init" else arm)
-        runs.append(make_run("validation", n, seed, arm, pt, h))
+    for seed, h, arm in itertools.product(range(FLAGS.select_seeds), grid, arms):
+        runs.append(make_run("validation", n, seed, arm, arm_source(plan, arm), h))
     return runs
 
 
-def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
-    runs = []
-    for n, seed in itertools.product(FLAGS.label_counts, range(FLAGS.seeds)):
-        for arm in SELECT_ARMS:
-            pt = largest(plan, "electra" if arm == "random_init" else arm)
-            runs.append(make_run("dev", n, seed, arm, pt, chosen[arm]))
-    for seed in range(FLAGS.seeds):  # the budget series at N = 1,000, and the diagnostic
-        for name, p in plan.items():
-            if name != largest(plan, p["objective"]):
-                runs.append(
-                    make_run("dev", "1000", seed, p["objective"], name, chosen[p["objective"]])
-                )
-        emb = {**chosen["electra"], "reinit_top_layers": 4}
-        runs.append(
-            make_run("dev", "1000", seed, "electra_embeddings", largest(plan, "electra"), emb)
-        )
-    return runs
-
-
-def choose(results: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """Per arm, the grid point with the highest mean validation accuracy (ties: the earlier)."""
+def choose(plan) -> Dict[str, Dict[str, Any]]:
+    """Per arm of SELECT_ARMS whose selection is complete in the kept records (each arm at its
+    own largest budget): the grid point with the highest mean validation accuracy (ties: the
+    earlier). Returns {arm: {"hparams", "scores", "pretrained"}}."""
+    found = collect(selection_runs(plan, [a for a in SELECT_ARMS if a_in_plan(plan, a)]))
     chosen = {}
     for arm in SELECT_ARMS:
         scores = []
         for h in GRID:
-            accs = [r["accuracy"] for r in results if r["arm"] == arm and r["hparams"] == h]
+            accs = [r["accuracy"] for r in found if r["arm"] == arm and r["hparams"] == h]
             if len(accs) == FLAGS.select_seeds:
                 scores.append((sum(accs) / len(accs), h))
         if len(scores) == len(GRID):
-            chosen[arm] = max(scores, key=lambda s: s[0])[1]
+            best = max(scores, key=lambda s: s[0])
+            chosen[arm] = {"hparams": best[1], "pretrained": arm_source(plan, arm),
+                           "scores": [[m, h] for m, h in scores]}  # fmt: skip
     return chosen
+
+
+def a_in_plan(plan, arm: str) -> bool:
+    objective = arm if arm in ("electra", "mlm") else "electra"
+    return any(p["objective"] == objective for p in plan.values())
+
+
+def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]], arms) -> List[Dict[str, Any]]:
+    """The dev runs of `arms` (each at its chosen grid point and largest budget) at every N, the
+    smaller budgets at N = 1,000 (with their objective's choice), and the diagnostic."""
+    runs = []
+    for n, seed in itertools.product(FLAGS.label_counts, range(FLAGS.seeds)):
+        for arm in arms:
+            runs.append(make_run("dev", n, seed, arm, arm_source(plan, arm), chosen[arm]))
+    for seed in range(FLAGS.seeds):  # the budget series at N = 1,000, and the diagnostic
+        for name, p in plan.items():
+            if p["objective"] in arms and name != largest(plan, p["objective"]):
+                h = chosen[p["objective"]]
+                runs.append(make_run("dev", "1000", seed, p["objective"], name, h))
+        if "electra" in arms:
+            emb = {**chosen["electra"], "reinit_top_layers": 4}
+            runs.append(make_run("dev", "1000", seed, "electra_embeddings",
+                                 arm_source(plan, "electra"), emb))  # fmt: skip
+    return runs
 
 
 def training_pool_size() -> int:
@@ -423,26 +448,28 @@ def main() -> None:
     if FLAGS.stage == "pretrain":
         pretrain(data, recipe, plan)
         return
-    selection_path = os.path.join(work_dir, "selection.json")
+    arms = [a for a in FLAGS.arms if a in SELECT_ARMS]
     if FLAGS.stage == "select":
-        results = run_all(work_dir, data, plan, selection_runs(plan))
-        if FLAGS.workers > 1:
-            results = collect(selection_runs(plan))
-        chosen = choose(results)
-        if len(chosen) == len(SELECT_ARMS):
-            write_json(selection_path, {"grid": GRID, "chosen": chosen, "base": FINETUNE_BASE,
-                                        "label_count": FLAGS.select_label_count,
-                                        "seeds": FLAGS.select_seeds,
-                                        "results": [{k: r[k] for k in ("arm", "seed", "hparams",
-                                                     "accuracy")} for r in results]})  # fmt: skip
-            progress(f"chosen: {chosen}")
-            if FLAGS.write_recipes:
-                transfer_report.write_recipes(os.path.join(HERE, "recipes"), FINETUNE_BASE, chosen)
+        run_all(work_dir, data, plan, selection_runs(plan, arms, FLAGS.grid_points))
+    chosen = choose(plan)
+    selection = {"grid": GRID, "base": FINETUNE_BASE, "label_count": FLAGS.select_label_count,
+                 "seeds": FLAGS.select_seeds, "chosen": {a: c["hparams"] for a, c in chosen.items()},
+                 "detail": chosen}  # fmt: skip
+    progress("chosen: " + "; ".join(f"{a} ({c['pretrained']}): {c['hparams']}"
+                                    for a, c in chosen.items()))  # fmt: skip
+    if FLAGS.stage == "select":
+        if FLAGS.write_recipes:
+            if "electra" not in chosen or "random_init" not in chosen:
+                raise UserError("--write_recipes: the selection of electra and random_init is "
+                                "not complete")  # fmt: skip
+            transfer_report.write_recipes(
+                os.path.join(HERE, "recipes"), FINETUNE_BASE, selection["chosen"]
+            )
         return
-    if not os.path.exists(selection_path):
-        raise UserError(f"{selection_path}: run --stage=select first")
-    selection = read_json(selection_path)
-    runs = evaluation_runs(plan, selection["chosen"])
+    missing = [a for a in arms if a not in chosen]
+    if FLAGS.stage == "evaluate" and missing:
+        raise UserError(f"no complete selection for {missing}: run --stage=select for them first")
+    runs = evaluation_runs(plan, selection["chosen"], [a for a in arms if a in chosen])
     if FLAGS.stage == "evaluate":
         run_all(work_dir, data, plan, runs)
         return
