@@ -19,14 +19,14 @@ for a partial restore (`warm_start`), which returns what it could not restore.
 
 import dataclasses
 import os
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf import run_dir
-from electra_tf.errors import UserError, tf_message
+from electra_tf.errors import UserError, listing, tf_message
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Entries of original checkpoints that no network of this project holds.
@@ -43,13 +43,6 @@ NETWORK_SCOPES = (
     "generator_rtl",
     "cloze_predictions",
 )
-MAX_LISTED = 12
-
-
-def _listing(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:MAX_LISTED])
-    more = len(items) - MAX_LISTED
-    return shown + (f", ... ({more} more)" if more > 0 else "")
 
 
 def is_object_based(prefix: str) -> bool:
@@ -111,9 +104,9 @@ class RestoreReport:
         text += f"; skipped {sum(self.skipped.values())} checkpoint entries"
         text += f" ({kinds})" if kinds else ""
         if self.unexpected:
-            text += f"; not used: {_listing(self.unexpected)}"
+            text += f"; not used: {listing(self.unexpected)}"
         if self.missing:
-            text += f"; not restored: {_listing(self.missing)}"
+            text += f"; not restored: {listing(self.missing)}"
         return text
 
 
@@ -130,7 +123,7 @@ def _check_and_assign(prefix: str, pairs: List[Tuple[object, str, str]], shapes,
     ]
     if bad:
         raise UserError(
-            f"{prefix}: {len(bad)} variable(s) disagree with the model config: {_listing(bad)}"
+            f"{prefix}: {len(bad)} variable(s) disagree with the model config: {listing(bad)}"
         )
     for v, key, _ in pairs:
         v.assign(np.asarray(reader.get_tensor(key)).astype(v.dtype))
@@ -139,7 +132,7 @@ def _check_and_assign(prefix: str, pairs: List[Tuple[object, str, str]], shapes,
 def _raise_missing(prefix: str, missing: List[str], what: str) -> None:
     raise UserError(
         f"{prefix}: {len(missing)} variable(s) of the {what} are not in the checkpoint: "
-        f"{_listing(missing)}"
+        f"{listing(missing)}"
     )
 
 

@@ -4,7 +4,7 @@ import errno
 import os
 import re
 import sys
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Sequence
 
 # what a write that ran out of room says: ENOSPC (and EDQUOT) from the file system, EFBIG from a
 # file-size limit; TensorFlow's file system layer puts the strerror text into its message
@@ -14,6 +14,29 @@ DISK_FULL_TEXTS = ("No space left on device", "File too large", "Disk quota exce
 # checksum that does not match
 _TF_FILE_ERRORS = {"NotFoundError", "PermissionDeniedError", "DataLossError"}
 TRACEBACK_ENV = "ELECTRA_TF_TRACEBACK"  # set: the full traceback instead of the one line
+
+
+MAX_LISTED = 12  # names shown in one error line before "... (N more)"
+
+
+def listing(items: Sequence[str]) -> str:
+    """`a, b, c, ... (N more)`: a long list of names cut to fit one error line."""
+    more = len(items) - MAX_LISTED
+    return ", ".join(items[:MAX_LISTED]) + (f", ... ({more} more)" if more > 0 else "")
+
+
+def weight_problems(missing: Sequence[str], unexpected: Sequence[str], bad: Sequence[str],
+                    noun: str) -> List[str]:  # fmt: skip
+    """The parts of a "these weights do not fit" error: counts and listings of the missing and
+    unexpected `noun`s (e.g. "tensor") and of the shape mismatches; empty when all fit."""
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing {noun}(s): {listing(missing)}")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected {noun}(s): {listing(unexpected)}")
+    if bad:
+        problems.append(f"{len(bad)} shape mismatch(es): {listing(bad)}")
+    return problems
 
 
 class UserError(Exception):

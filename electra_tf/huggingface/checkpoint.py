@@ -17,18 +17,11 @@ from typing import Dict, List
 import numpy as np
 
 from electra_tf import run_dir
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, weight_problems
 from electra_tf.huggingface import names
 from electra_tf.huggingface.config import tie_word_embeddings
 from electra_tf.io_utils import read_json
 from electra_tf.model_config import ModelConfig
-
-MAX_LISTED = 12
-
-
-def _listing(items: List[str]) -> str:
-    more = len(items) - MAX_LISTED
-    return ", ".join(items[:MAX_LISTED]) + (f", ... ({more} more)" if more > 0 else "")
 
 
 @dataclasses.dataclass
@@ -175,13 +168,7 @@ def read_model(directory: str) -> HFModel:
         for n in sorted(expected)
         if n in tensors and list(tensors[n].shape) != _expected_shape(n, shapes)
     ]
-    problems = []
-    if missing:
-        problems.append(f"{len(missing)} missing tensor(s): {_listing(missing)}")
-    if unexpected:
-        problems.append(f"{len(unexpected)} unexpected tensor(s): {_listing(unexpected)}")
-    if bad:
-        problems.append(f"{len(bad)} shape mismatch(es): {_listing(bad)}")
+    problems = weight_problems(missing, unexpected, bad, "tensor")
     if problems:
         what = names.ARCHITECTURES[arch]
         raise UserError(f"{weights} (read as {what}): " + "; ".join(problems))

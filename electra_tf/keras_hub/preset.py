@@ -10,23 +10,17 @@ discriminator: it is left out, with one warning. Read with h5py (which Keras nee
 """
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
 from electra_tf import run_dir
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, weight_problems
 from electra_tf.keras_hub import config as kh
 from electra_tf.keras_hub import names
 from electra_tf.model_config import ModelConfig
 
-MAX_LISTED = 12
 Location = Tuple[str, str, int]
-
-
-def _listing(items: List[str]) -> str:
-    more = len(items) - MAX_LISTED
-    return ", ".join(items[:MAX_LISTED]) + (f", ... ({more} more)" if more > 0 else "")
 
 
 def _array(dataset) -> np.ndarray:
@@ -94,13 +88,7 @@ def read_preset(directory: str) -> Tuple[ModelConfig, dict, Dict[str, np.ndarray
         for loc, k in sorted(wanted.items(), key=lambda x: x[1])
         if loc in found and tuple(found[loc][1].shape) != shapes[k]
     ]
-    problems = []
-    if missing:
-        problems.append(f"{len(missing)} missing weight(s): {_listing(missing)}")
-    if unexpected:
-        problems.append(f"{len(unexpected)} unexpected weight(s): {_listing(unexpected)}")
-    if bad:
-        problems.append(f"{len(bad)} shape mismatch(es): {_listing(bad)}")
+    problems = weight_problems(missing, unexpected, bad, "weight")
     if problems:
         raise UserError(f"{weights} (read as keras-hub {kh.BACKBONE}): " + "; ".join(problems))
     if any(loc in found for loc in pooler):
