@@ -12,7 +12,7 @@ to the pretraining run's (its config.json).
 
 With the default flags it runs the demo: fine-tunes the demo's pretrained model on the bundled
 movie-sentiment data (SST-2 layout; copied to runs/demo/finetuning_data/sst/ if absent) with the
-recipe experiments/recipes/finetune_movie.json (one seeded trial; `--hparams` overrides), then the
+recipe experiments/recipes/finetune_movie_demo.json (one seeded trial; `--hparams` overrides), then the
 same from random weights (`random_init`), and prints both.
 """
 
@@ -31,7 +31,7 @@ DEMO_DATA_DIR = "runs/demo"
 DEMO_MODEL_NAME = "electra_small_demo"
 # The demo is the movie-sentiment recipe with fewer trials, run twice: from the demo's pretrained
 # discriminator and from random weights (the floor that pretraining has to beat).
-RECIPE = os.path.join(REPO, "experiments", "recipes", "finetune_movie.json")
+RECIPE = os.path.join(REPO, "experiments", "recipes", "finetune_movie_demo.json")
 DEMO_OVERRIDES = dict(seed=0, num_trials=1)
 BUNDLED_SST = os.path.join(REPO, "data", "movie_sentiment")
 

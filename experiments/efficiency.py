@@ -9,7 +9,7 @@ objective for the SAME training FLOPs of real arithmetic (lookups as gathers, ba
 forward: `electra_tf.modeling.builders.flops_per_step(..., sparse_embed_lookup=True,
 backward_factor=2.0)`; the paper's convention is recorded beside it), evaluates the checkpoints at
 each budget point on a held-out shard of the pretraining data, fine-tunes each on the movie
-sentiment task (`experiments/recipes/finetune_movie.json`, several seeds), fine-tunes a randomly
+sentiment task (`experiments/recipes/finetune_movie_demo.json`, several seeds), fine-tunes a randomly
 initialised encoder of the same shape with the same seeds (the no-pretraining baseline), and
 writes to `--out_dir`:
 
@@ -67,7 +67,7 @@ flags.DEFINE_string(
     "the largest budget.",
 )  # fmt: skip
 flags.DEFINE_string(
-    "finetune_recipe", os.path.join(REPO, "experiments", "recipes", "finetune_movie.json"),
+    "finetune_recipe", os.path.join(REPO, "experiments", "recipes", "finetune_movie_demo.json"),
     "Fine-tuning hparams (run_finetuning.py --hparams) for the movie task.",
 )  # fmt: skip
 flags.DEFINE_list(
