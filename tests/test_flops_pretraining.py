@@ -153,3 +153,75 @@ def test_describe_and_the_profile_use_the_same_count(monkeypatch):
     assert r["analytic_forward_flops"] == forward
     assert r["analytic_train_step_flops"] == 2 * forward
     assert r["analytic_train_step_flops_backward_2x"] == 3 * forward
+
+
+# experiments/recipes/pretrain_small_budget.json, the recipe of the logged runs and of the
+# experiments' FLOP budgets: discriminator h=128, i=512, 2 heads, 4 layers, e=128 (no
+# projection); generator (generator_hidden_size 0.25) h=32, i=128, 1 head, 4 layers;
+# V=15,943 (data/vocab/movie_wiki_16k_uncased.txt), s=64, batch 32,
+# int((0.15 + 0.005) * 64) = 9 masked positions per sequence. By hand, per token:
+#   discriminator block 8h² + 4hi + 9i + 4hs + 10sH + 20h + 5
+#     = 131072 + 262144 + 4608 + 32768 + 1280 + 2560 + 5 = 434,437; x 4 layers = 1,737,748
+#   its embeddings 2e(s+2) + 11e = 16896 + 1408 = 18,304 (+ 2eV = 4,081,408 with dense lookups)
+#   its binary head 2h² + 11h = 32768 + 1408 = 34,176
+#   -> per sequence 64 x 1,790,228 = 114,574,592 (gathers), 64 x 5,871,636 = 375,784,704 (dense)
+#   generator block = 8192 + 16384 + 1152 + 8192 + 640 + 640 + 5 = 35,205; x 4 = 140,820
+#   tied: its embeddings are the discriminator's 128 wide, projected to 32:
+#     16896 + 1408 + 2·32·128 + 32 = 26,528 (+ 4,081,408 dense)
+#     -> 64 x 167,348 = 10,710,272 (gathers), 64 x 4,248,756 = 271,920,384 (dense)
+#     MLM head (e=128, h=32): 2eV + 2he + 14e + 7V = 4081408 + 8192 + 1792 + 111601
+#       = 4,202,993; x 9 = 37,826,937
+#   real (gathers, 3x forward): 3 x 32 x (114,574,592 + 10,710,272 + 37,826,937)
+#     = 96 x 163,111,801 = 15,658,732,896
+#   paper (dense, 2x forward): 2 x 32 x (375,784,704 + 271,920,384 + 37,826,937)
+#     = 64 x 685,532,025 = 43,874,049,600
+# (the figures of the logged run; they must not change)
+RECIPE_REAL, RECIPE_PAPER = 15_658_732_896, 43_874_049_600
+
+
+def recipe_config(**overrides) -> PretrainingConfig:
+    import json
+    import os
+
+    from electra_tf.recipes import recipe_model_hparams
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "experiments/recipes/pretrain_small_budget.json")) as f:
+        recipe = json.load(f)
+    hparams = {**recipe, **recipe_model_hparams(recipe, root), **overrides}
+    hparams.pop("vocab_file")
+    assert hparams["vocab_size"] == 15943
+    return PretrainingConfig.from_flat("m", "/nonexistent", hparams)
+
+
+def test_the_recipes_electra_step_is_pinned():
+    c = recipe_config()
+    assert c.max_predictions_per_seq == 9
+    assert step_flops(c) == StepFlops(paper=RECIPE_PAPER, real=RECIPE_REAL)
+    # as the experiments call it (transfer.py, efficiency.py)
+    assert flops_per_step(c, 15943, sparse_embed_lookup=True, backward_factor=2.0) == RECIPE_REAL
+    assert flops_per_step(c, 15943) == RECIPE_PAPER
+
+
+def test_the_recipe_with_untied_generator_embeddings():
+    # untied: the generator's embeddings are its own 32 wide, no projection:
+    #   embeddings 2·32·66 + 11·32 = 4,576 (+ 2·32·15943 = 1,020,352 dense)
+    #   -> 64 x (140,820 + 4,576) = 9,305,344 (gathers), 64 x 1,165,748 = 74,607,872 (dense)
+    #   MLM head (e=32, h=32): 1020352 + 2048 + 448 + 111601 = 1,134,449; x 9 = 10,210,041
+    #   real: 96 x (114,574,592 + 9,305,344 + 10,210,041) = 96 x 134,089,977 = 12,872,637,792
+    #   paper: 64 x (375,784,704 + 74,607,872 + 10,210,041) = 64 x 460,602,617 = 29,478,567,488
+    c = recipe_config(untied_generator_embeddings=True)
+    assert step_flops(c) == StepFlops(paper=29_478_567_488, real=12_872_637_792)
+
+
+def test_the_recipe_with_electric_and_the_two_tower_generator():
+    # both towers (tied: 128-wide embeddings, each projected to 32) over all 64 positions:
+    #   2 x 10,710,272 = 21,420,544 (gathers), 2 x 271,920,384 = 543,840,768 (dense)
+    # the cloze head (dense from 2·32 = 64 to e=128) at every position:
+    #   4081408 + 2·64·128 + 1792 + 111601 = 4,211,185; x 64 = 269,515,840
+    #   real: 96 x (114,574,592 + 21,420,544 + 269,515,840) = 96 x 405,510,976 = 38,929,053,696
+    #   paper: 64 x (375,784,704 + 543,840,768 + 269,515,840) = 64 x 1,189,141,312
+    #     = 76,105,043,968
+    expected = StepFlops(paper=76_105_043_968, real=38_929_053_696)
+    assert step_flops(recipe_config(objective="electric")) == expected
+    assert step_flops(recipe_config(two_tower_generator=True)) == expected
