@@ -264,8 +264,8 @@ SMALL_DISC = {
 SMALL_GEN = dict(SMALL_DISC, hidden_size=64, num_attention_heads=1, intermediate_size=256)
 
 
-def test_pretraining_flops_per_step_matches_paper_small():
-    per_step = objectives.pretraining_flops_per_step(
+def test_network_flops_per_step_matches_paper_small():
+    per_step = objectives.network_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, output_frac=0.15625
     )
     assert close(per_step, flops.PAPER_MODELS["electra_small"].flops_per_step)
@@ -273,42 +273,42 @@ def test_pretraining_flops_per_step_matches_paper_small():
     disc_obj = types.SimpleNamespace(**SMALL_DISC)
     gen_obj = types.SimpleNamespace(**SMALL_GEN)
     assert close(
-        objectives.pretraining_flops_per_step(disc_obj, gen_obj, 128, 128, output_frac=0.15625),
+        objectives.network_flops_per_step(disc_obj, gen_obj, 128, 128, output_frac=0.15625),
         per_step,
     )
-    mlm = objectives.pretraining_flops_per_step(
+    mlm = objectives.network_flops_per_step(
         SMALL_DISC, None, 128, 128, objective="mlm", output_frac=0.15625
     )
     assert close(mlm, flops.PAPER_MODELS["bert_small"].flops_per_step)
 
 
-def test_pretraining_flops_per_step_masked_positions_and_conventions():
+def test_network_flops_per_step_masked_positions_and_conventions():
     assert flops.max_predictions_per_seq(128, 0.15) == 19
     assert flops.max_predictions_per_seq(512, 0.15) == 79
     # The model predicts 19 of 128 positions, not the paper's 20: one generator MLM output per
     # sequence less (8,045,462 FLOPs each, see the small MLM head), fwd + bwd, batch 128.
     paper = 1293743798272
-    per_step = objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128)
+    per_step = objectives.network_flops_per_step(SMALL_DISC, SMALL_GEN, 128, 128)
     assert close(per_step, paper - 2 * 128 * 8045462)
-    forward = objectives.pretraining_flops_per_step(
+    forward = objectives.network_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=0.0
     )
     assert close(forward, per_step / 2)
-    three_x = objectives.pretraining_flops_per_step(
+    three_x = objectives.network_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, backward_factor=2.0
     )
     assert close(three_x, 1.5 * per_step)
     # Sparse lookups drop the two dense word lookups (disc + gen), 2·128·30522 per token each.
-    sparse = objectives.pretraining_flops_per_step(
+    sparse = objectives.network_flops_per_step(
         SMALL_DISC, SMALL_GEN, 128, 128, sparse_embed_lookup=True
     )
     assert close(per_step - sparse, 2 * 128 * 2 * (2 * 128 * 30522 * 128))
 
 
-def test_pretraining_flops_per_step_untied_and_default_embedding():
+def test_network_flops_per_step_untied_and_default_embedding():
     disc = dict(SMALL_DISC, embedding_size=None)
     gen = dict(SMALL_GEN, embedding_size=None)
-    untied = objectives.pretraining_flops_per_step(
+    untied = objectives.network_flops_per_step(
         disc, gen, 4, 128, tied_embeddings=False, output_frac=0.15625
     )
     expected = flops.electra_train_flops(256, 12, 64, 12, 4, 1, False, s=128)
@@ -320,18 +320,18 @@ def test_no_generator_network_counts_the_discriminator_alone():
     # (paper table for small at s=128, e=128: block 220,594,816 x 12 + input embedding
     # 1,013,006,336 + binary classifier 17,137,664 per sequence)
     per_seq = 12 * 220_594_816 + 1_013_006_336 + 17_137_664
-    got = objectives.pretraining_flops_per_step(SMALL_DISC, None, 3, 128)
+    got = objectives.network_flops_per_step(SMALL_DISC, None, 3, 128)
     assert got == 2 * 3 * per_seq
 
 
-def test_pretraining_flops_per_step_errors():
+def test_network_flops_per_step_errors():
     with pytest.raises(UserError, match="objective"):
-        objectives.pretraining_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electrc")
+        objectives.network_flops_per_step(SMALL_DISC, SMALL_GEN, 1, 128, objective="electrc")
     with pytest.raises(UserError, match="gen_config"):
-        objectives.pretraining_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
+        objectives.network_flops_per_step(SMALL_DISC, None, 1, 128, objective="replace_mlm")
     missing = {k: v for k, v in SMALL_DISC.items() if k != "num_hidden_layers"}
     with pytest.raises(UserError, match="num_hidden_layers"):
-        objectives.pretraining_flops_per_step(missing, SMALL_GEN, 1, 128)
+        objectives.network_flops_per_step(missing, SMALL_GEN, 1, 128)
 
 
 # ------------------------------------------------------------------------------------------

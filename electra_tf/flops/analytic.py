@@ -19,8 +19,9 @@ figures reproduce the paper's compute column exactly:
 
 All per-sequence figures are forward FLOPs for one sequence of `s` tokens.
 
-The FLOPs of this project's pretraining step for each objective are in `electra_tf.objectives`
-(`pretraining_flops_per_step`), for a `PretrainingConfig` in `electra_tf.flops.pretraining`;
+The FLOPs of this project's pretraining step: for a `PretrainingConfig` in
+`electra_tf.flops.pretraining` (the one count callers use), over the per-objective arithmetic of
+`electra_tf.objectives.network_flops_per_step`;
 profiler counts of the real graph in `electra_tf.flops.profiler`
 and `electra_tf.train.profiling`; docs/FLOPS.md compares the two.
 """

@@ -52,7 +52,7 @@ def pretraining_flops_per_step(
     if gen is None and config.samples_replacements and not g.uniform_generator:
         gen = disc  # untied_generator=false: the discriminator also runs as the generator
     return float(
-        objectives.pretraining_flops_per_step(
+        objectives.network_flops_per_step(
             disc,
             gen,
             batch_size=config.optimizer.train_batch_size,

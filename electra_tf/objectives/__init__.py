@@ -53,7 +53,7 @@ __all__ = [
     "Objective",
     "build",
     "objective_class",
-    "pretraining_flops_per_step",
+    "network_flops_per_step",
 ]
 
 
@@ -120,7 +120,7 @@ def build(
     return cls(**kwargs)
 
 
-def pretraining_flops_per_step(
+def network_flops_per_step(
     disc_config: Any,
     gen_config: Any,
     batch_size: int,
@@ -135,7 +135,11 @@ def pretraining_flops_per_step(
     electric_objective: bool = False,
     two_tower_generator: bool = False,
 ) -> float:
-    """FLOPs of one pretraining step (whole batch) of this project's model, paper conventions.
+    """FLOPs of one pretraining step (whole batch) of the networks with these model configs.
+
+    The count of a `PretrainingConfig`'s step, which every caller uses, is
+    `electra_tf.flops.pretraining.pretraining_flops_per_step` (it derives these arguments from
+    the config); this is the per-objective arithmetic beneath it.
 
     Args:
         disc_config: the discriminator's config (for a masked LM, the one network's).
