@@ -3,6 +3,9 @@
 python count_flops.py                       # human table (backward = 1x forward, as the paper)
 python count_flops.py --json                # one JSON object keyed by configuration name
 python count_flops.py --backward_factor=2   # the same runs with backward = 2x forward
+python count_flops.py --hparams=experiments/recipes/pretrain_small_budget.json [--json]
+    # that recipe's FLOPs per training step, in the paper's and the real convention (the
+    # count the training log, MFU, --describe and the experiments use)
 python count_flops.py --profile --model_size=small [--json]
     # this project's model counted by TensorFlow's profiler vs the analytic count; slow on a
     # CPU (tracing the small model's training step takes a few minutes). See docs/FLOPS.md.
@@ -26,6 +29,11 @@ flags.DEFINE_float(
     "Backward-pass cost as a multiple of the forward pass. 1.0 is the paper's convention; "
     "2.0 is the common 3x-forward one.",
 )
+flags.DEFINE_string(
+    "hparams", None,
+    "Print this pretraining recipe's FLOPs per step in both conventions (a hparams JSON file; "
+    "its vocab_file's entries give the vocab size, relative paths from the working directory).",
+)  # fmt: skip
 flags.DEFINE_bool(
     "profile", False, "Count this project's model with TensorFlow's profiler (see --model_size)."
 )
@@ -70,6 +78,35 @@ def format_table(table: dict, backward_factor: float) -> str:
     return "\n".join(lines)
 
 
+def recipe_step_flops(path: str) -> dict:
+    """One training step's FLOPs of the pretraining recipe at `path`, in both conventions."""
+    from electra_tf.flops.pretraining import step_flops
+    from electra_tf.io_utils import read_json
+    from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.recipes import recipe_model_hparams
+
+    recipe = read_json(path)
+    values = {**recipe, **recipe_model_hparams(recipe, os.getcwd())}
+    config = PretrainingConfig.from_flat("count_flops", "count_flops", values)
+    flops = step_flops(config)
+    return {
+        "hparams": path,
+        "vocab_size": config.vocab_size_for(),
+        "paper_flops_per_step": flops.paper,
+        "real_flops_per_step": flops.real,
+    }
+
+
+def format_recipe(r: dict) -> str:
+    return "\n".join(
+        [
+            f"{r['hparams']} (vocab {r['vocab_size']}): FLOPs per training step",
+            f"  paper (dense lookups, backward = 1x forward): {r['paper_flops_per_step']:,.0f}",
+            f"  real (gathers, backward = 2x forward):        {r['real_flops_per_step']:,.0f}",
+        ]
+    )
+
+
 def format_profile(r: dict) -> str:
     def row(label, profiler, analytic, ratio):
         return f"{label:<34} {profiler:>12.4e} {analytic:>12.4e} {ratio:>7.4f}"
@@ -111,6 +148,12 @@ def main(argv) -> None:
         raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.backward_factor < 0:
         raise UserError(f"--backward_factor must be >= 0, got {FLAGS.backward_factor}")
+    if FLAGS.hparams:
+        if FLAGS.profile:
+            raise UserError("--hparams counts a recipe; to profile one, use --profile_hparams")
+        report = recipe_step_flops(FLAGS.hparams)
+        print(json.dumps(report) if FLAGS.json else format_recipe(report))
+        return
     if FLAGS.profile:
         if FLAGS.profile_batch_size < 1 or FLAGS.profile_seq_len < 2:
             raise UserError("--profile_batch_size must be >= 1 and --profile_seq_len >= 2")

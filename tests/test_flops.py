@@ -368,6 +368,23 @@ def test_count_flops_table_and_backward_factor():
     assert result.stderr.startswith("error: --backward_factor")
 
 
+def test_count_flops_of_a_recipe():
+    # the small-budget recipe's ELECTRA step, added up by hand in tests/test_flops_recipe.py
+    recipe = "--hparams=experiments/recipes/pretrain_small_budget.json"
+    result = _run_script(recipe, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "hparams": "experiments/recipes/pretrain_small_budget.json",
+        "vocab_size": 15943,
+        "paper_flops_per_step": 43_874_049_600,
+        "real_flops_per_step": 15_658_732_896,
+    }
+    result = _run_script(recipe)
+    assert "43,874,049,600" in result.stdout and "15,658,732,896" in result.stdout
+    result = _run_script(recipe, "--profile")
+    assert result.returncode == 1 and result.stderr.startswith("error: --hparams")
+
+
 # ------------------------------------------------------------------------------------------
 # Profiler counts.
 
