@@ -195,10 +195,13 @@ def pretraining_config(
 def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Steps of each objective for the largest budget (real FLOPs) and its budget points."""
     from electra_tf.modeling.builders import flops_per_step
+    from electra_tf.vocab import load_vocab
 
     budgets = sorted(float(b) for b in FLAGS.budgets)
     quantum = _quantum(budgets)
-    vocab = sum(1 for _ in open(data_layout.vocab_file(data_dir), encoding="utf-8"))
+    # counted as the trainer counts it (a repeated line is one entry), so the plan's FLOPs are
+    # the ones the runs log
+    vocab = len(load_vocab(data_layout.vocab_file(data_dir)))
 
     def fps(objective):
         c = pretraining_config(data_dir, recipe, objective, 1, 1)

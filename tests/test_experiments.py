@@ -47,6 +47,25 @@ def step_flops(objective, sparse):
     return flops_per_step(c, 30522, sparse_embed_lookup=sparse), disc, gen
 
 
+def test_plan_counts_the_vocab_as_the_trainer_does(tmp_path, monkeypatch):
+    from absl.testing import flagsaver
+
+    # the small-budget recipe's vocab with one line repeated: 15,944 lines, 15,943 entries
+    with open(os.path.join(ROOT, "data/vocab/movie_wiki_16k_uncased.txt")) as f:
+        lines = f.read().splitlines()
+    (tmp_path / "vocab.txt").write_text("\n".join(lines + [lines[-1]]) + "\n")
+    monkeypatch.setattr(efficiency, "shards", lambda data_dir: ("train.tfrecord", "held"))
+    with open(os.path.join(ROOT, "experiments/recipes/pretrain_small_budget.json")) as f:
+        recipe = json.load(f)
+    with flagsaver.flagsaver(budgets=["1"], objectives=["electra"], budget_flops=1e15):
+        p = efficiency.plan(str(tmp_path), recipe)["electra"]
+    # ELECTRA's step at V = 15,943, added up by hand in tests/test_flops_recipe.py
+    assert (p["real_flops_per_step"], p["paper_flops_per_step"]) == (
+        15_658_732_896,
+        43_874_049_600,
+    )
+
+
 @pytest.mark.parametrize("sparse", [True, False])
 def test_flops_per_objective(sparse):
     electra, disc, gen = step_flops("electra", sparse)
