@@ -141,7 +141,8 @@ def test_describe_and_the_profile_use_the_same_count(monkeypatch):
     from electra_tf.train import describe, profiling
 
     hparams = dict(TINY, objective="electric")
-    assert describe(config(objective="electric"))["flops_per_step"] == 233696
+    described = describe(config(objective="electric"))
+    assert described["flops_per_step"] == 233696
     # the profile's analytic columns (lookups as gathers), without tracing (the profiler's
     # figure stubbed): the towers' two dense word lookups 2·(2·6·50) per token come off
     monkeypatch.setattr(profiling, "profile_function_flops", lambda fn, specs: 1.0)
@@ -153,3 +154,4 @@ def test_describe_and_the_profile_use_the_same_count(monkeypatch):
     assert r["analytic_forward_flops"] == forward
     assert r["analytic_train_step_flops"] == 2 * forward
     assert r["analytic_train_step_flops_backward_2x"] == 3 * forward
+    assert described["real_flops_per_step"] == 3 * forward == 264144

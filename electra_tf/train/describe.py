@@ -12,7 +12,8 @@ from electra_tf.pretraining_config import PretrainingConfig
 
 def describe(config: PretrainingConfig) -> dict:
     """The resolved flat hparams with "model_config", "generator_config", "parameters" (see
-    `builders.parameter_counts`) and "flops_per_step" (paper convention)."""
+    `builders.parameter_counts`), "flops_per_step" (paper convention, as config.json) and
+    "real_flops_per_step" (lookups as gathers, backward = 2x forward, as FLOP/s and MFU)."""
     vocab_file = config.paths.vocab_file
     tokens = vocab.load_vocab(vocab_file) if os.path.exists(vocab_file) else None
     vocab_size = config.vocab_size_for(config.model.vocab_size or (len(tokens) if tokens else None))
@@ -26,7 +27,8 @@ def describe(config: PretrainingConfig) -> dict:
     d["model_config"] = disc.to_dict()
     d["generator_config"] = gen.to_dict() if gen is not None else None
     d["parameters"] = builders.parameter_counts(model)
-    d["flops_per_step"] = step_flops(config, vocab_size).paper
+    flops = step_flops(config, vocab_size)
+    d["flops_per_step"], d["real_flops_per_step"] = flops.paper, flops.real
     return d
 
 
