@@ -199,9 +199,7 @@ def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
     budgets = sorted(float(b) for b in FLAGS.budgets)
     quantum = _quantum(budgets)
-    # counted as the trainer counts it (a repeated line is one entry), so the plan's FLOPs are
-    # the ones the runs log
-    vocab = len(load_vocab(data_layout.vocab_file(data_dir)))
+    vocab = len(load_vocab(data_layout.vocab_file(data_dir)))  # as the trainer counts it
 
     def fps(objective):
         c = pretraining_config(data_dir, recipe, objective, 1, 1)

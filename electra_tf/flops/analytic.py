@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from electra_tf.errors import UserError
+from electra_tf.model_config import BERT_VOCAB_SIZE
 
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
@@ -70,7 +71,7 @@ class TransformerFlops:
     h: int
     l: int  # number of layers (the original's name)
     s: int = 512
-    v: int = 30522
+    v: int = BERT_VOCAB_SIZE
     e: int | None = None
     i: int | None = None
     heads: int | None = None
@@ -234,7 +235,7 @@ def electra_train_flops(
     tied_embeddings: bool = True,
     e: int | None = None,
     s: int = 512,
-    v: int = 30522,
+    v: int = BERT_VOCAB_SIZE,
     output_frac: float = PAPER_OUTPUT_FRAC,
     sparse_embed_lookup: bool = False,
     backward_factor: float = 1.0,
