@@ -24,7 +24,11 @@ optimizer in float32, as Keras's mixed precision).
 
 Modes: by default runs `--warmup` then `--steps` steps and prints one JSON line. With `--serve`
 it prints {"ready": ...} after setting up, then answers stdin lines "run N" with one JSON line
-of N step times, until "quit": so that the caller can alternate our step and this one.
+of N step times, until "quit": so that the caller can alternate our step and this one; "profile N"
+runs N steps under torch.profiler and answers the ops' self times by region (bench/profile_step.py).
+The step's parts run in `record_function` regions ("electra/masking", "electra/generator",
+"electra/generator_head", "electra/sampling", "electra/discriminator",
+"electra/discriminator_loss", "electra/optimizer"), which cost nothing unprofiled.
 """
 
 import argparse
@@ -103,7 +107,30 @@ def make_step(spec, torch, disc, gen, opt, all_params):
     temperature = float(spec["temperature"])
     accum = int(spec.get("gradient_accumulation_steps", 1))
 
+    label = torch.profiler.record_function  # regions bench/profile_step.py groups ops by
+
     def losses(input_ids, input_mask, segment_ids, mlm_den, disc_den):
+        with label("electra/masking"):
+            positions, weights, targets, masked_ids = mask(input_ids, input_mask)
+        with label("electra/generator"):
+            gen_hidden = gen.electra(
+                masked_ids, attention_mask=input_mask, token_type_ids=segment_ids
+            ).last_hidden_state
+        with label("electra/generator_head"):
+            logits, mlm_loss = generator_head(gen_hidden, positions, weights, targets, mlm_den)
+        with torch.no_grad(), label("electra/sampling"):
+            fake, labels = replaced_tokens(input_ids, logits, positions, weights)
+        with label("electra/discriminator"):
+            disc_logits = disc(
+                fake, attention_mask=input_mask, token_type_ids=segment_ids
+            ).logits  # [B, L]
+        with label("electra/discriminator_loss"):
+            tok_w = input_mask.float()
+            bce = F.binary_cross_entropy_with_logits(disc_logits, labels, reduction="none")
+            disc_loss = (bce * tok_w).sum() / (disc_den + 1e-6)
+            return gen_weight * mlm_loss + disc_weight * disc_loss
+
+    def mask(input_ids, input_mask):
         b = input_ids.shape[0]
         cand = input_mask.bool()
         for t in (special["cls"], special["sep"], special["mask"]):
@@ -120,34 +147,27 @@ def make_step(spec, torch, disc, gen, opt, all_params):
             1, positions, torch.where(use_mask, special["mask"], targets)
         )  # slot 0 ([CLS]) rewritten with itself in unused slots
         masked_ids[:, 0] = input_ids[:, 0]
+        return positions, weights, targets, masked_ids
 
-        gen_hidden = gen.electra(
-            masked_ids, attention_mask=input_mask, token_type_ids=segment_ids
-        ).last_hidden_state
+    def generator_head(gen_hidden, positions, weights, targets, mlm_den):
+        b = gen_hidden.shape[0]
         idx = positions[:, :, None].expand(-1, -1, gen_hidden.shape[-1])
         gathered = torch.gather(gen_hidden, 1, idx)  # [B, N, H]
         logits = gen.generator_lm_head(gen.generator_predictions(gathered))  # [B, N, V]
         nll = F.cross_entropy(
             logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
         ).reshape(b, n)
-        mlm_loss = (nll * weights).sum() / (mlm_den + 1e-6)
+        return logits, (nll * weights).sum() / (mlm_den + 1e-6)
 
-        with torch.no_grad():
-            u = torch.rand(logits.shape)
-            gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
-            sampled = torch.argmax(logits.float() / temperature + gumbel, -1)
-            fake = input_ids.clone()
-            upd = torch.where(weights > 0, sampled, input_ids[:, :1].expand(-1, n))
-            fake.scatter_(1, positions, upd)
-            fake[:, 0] = input_ids[:, 0]
-            labels = (fake != input_ids).float()
-        disc_logits = disc(
-            fake, attention_mask=input_mask, token_type_ids=segment_ids
-        ).logits  # [B, L]
-        tok_w = input_mask.float()
-        bce = F.binary_cross_entropy_with_logits(disc_logits, labels, reduction="none")
-        disc_loss = (bce * tok_w).sum() / (disc_den + 1e-6)
-        return gen_weight * mlm_loss + disc_weight * disc_loss
+    def replaced_tokens(input_ids, logits, positions, weights):
+        u = torch.rand(logits.shape)
+        gumbel = -torch.log(-torch.log(u + 1e-9) + 1e-9)
+        sampled = torch.argmax(logits.float() / temperature + gumbel, -1)
+        fake = input_ids.clone()
+        upd = torch.where(weights > 0, sampled, input_ids[:, :1].expand(-1, n))
+        fake.scatter_(1, positions, upd)
+        fake[:, 0] = input_ids[:, 0]
+        return fake, (fake != input_ids).float()
 
     autocast = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}.get(
         spec.get("precision", "float32")
@@ -157,7 +177,8 @@ def make_step(spec, torch, disc, gen, opt, all_params):
         input_ids, input_mask, segment_ids = batch
         num = torch.clamp(torch.round(input_mask.sum(-1).float() * mask_prob), 1, n)
         mlm_den, disc_den = num.sum(), input_mask.float().sum()
-        opt.zero_grad(set_to_none=True)
+        with label("electra/optimizer"):
+            opt.zero_grad(set_to_none=True)
         total = 0.0
         for ids, m, s in zip(
             input_ids.chunk(accum), input_mask.chunk(accum), segment_ids.chunk(accum)
@@ -166,11 +187,57 @@ def make_step(spec, torch, disc, gen, opt, all_params):
                 loss = losses(ids, m, s, mlm_den, disc_den)
             loss.backward()
             total += float(loss.detach())
-        torch.nn.utils.clip_grad_norm_(all_params, clip)
-        opt.step()
+        with label("electra/optimizer"):
+            torch.nn.utils.clip_grad_norm_(all_params, clip)
+            opt.step()
         return total
 
     return step
+
+
+def op_region(event, forward_of):
+    """(the innermost "electra/..." region, the autograd node) an op ran under: for an op of the
+    backward pass, the region of the forward op that created its node (same sequence_nr)."""
+    node, e = None, event
+    while e is not None:
+        if e.name.startswith("electra/"):
+            return e.name, node
+        if e.name.startswith("autograd::engine::evaluate_function: ") and node is None:
+            node = e.name.split(": ", 1)[1]
+            fwd = forward_of.get(e.sequence_nr)
+            if fwd is not None:
+                return op_region(fwd, {})[0], node
+        e = e.cpu_parent
+    return "", node
+
+
+def profile(run, k, torch):
+    """k steps under torch.profiler (record_shapes): one record per (op, region, autograd node,
+    input shapes) with its self CPU time in microseconds summed over the steps, and the steps'
+    wall time."""
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True
+    ) as prof:
+        times, _ = run(k)
+    events = list(prof.events())
+    forward_of = {}  # sequence_nr -> the forward op that recorded it (the outermost one)
+    for e in events:
+        if e.sequence_nr >= 0 and not e.name.startswith("autograd::"):
+            forward_of.setdefault(e.sequence_nr, e)
+    ops = {}
+    for e in events:
+        if e.self_cpu_time_total <= 0 or e.name.startswith("electra/"):
+            continue
+        region, node = op_region(e, forward_of)
+        key = (e.name, region, node or "", json.dumps(e.input_shapes))
+        rec = ops.setdefault(key, [0.0, 0])
+        rec[0] += e.self_cpu_time_total
+        rec[1] += 1
+    records = [
+        {"name": n, "region": r, "node": nd, "shapes": json.loads(sh), "self_us": t, "count": c}
+        for (n, r, nd, sh), (t, c) in ops.items()
+    ]
+    return {"ops": records, "step_times": times}
 
 
 def main(argv=None):
@@ -214,6 +281,9 @@ def main(argv=None):
             cmd = line.split()
             if not cmd or cmd[0] == "quit":
                 break
+            if cmd[0] == "profile":
+                print(json.dumps(profile(run, int(cmd[1]), torch)), flush=True)
+                continue
             times, loss = run(int(cmd[1]))
             print(json.dumps({"step_times": times, "loss": loss}), flush=True)
         return
