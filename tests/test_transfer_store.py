@@ -72,24 +72,26 @@ def test_a_record_is_found_only_for_the_same_hparams_and_pretrained_run(tmp_path
 
 
 def test_runs_are_named_so_that_budgets_and_arms_never_share_a_record():
-    import transfer  # experiments/transfer.py (defines its flags; nothing parsed or run)
+    # in a subprocess: transfer.py defines absl flags that efficiency.py (imported by other tests
+    # of this process) defines too
+    import subprocess
 
-    assert transfer.run_name("electra", 99996668273856.0) == "pt_electra_1e14"
-    assert transfer.run_name("mlm", 4e14) == "pt_mlm_4e14"
-    assert transfer.run_name("electra", 2.5e14) == "pt_electra_2.5e14"
-    h = {"learning_rate": 3e-4, "layerwise_lr_decay": 1.0}
-    small = transfer.make_run("dev", "1000", 2, "electra", "pt_electra_1e14", h)
-    large = transfer.make_run("dev", "1000", 2, "electra", "pt_electra_4e14", h)
-    assert (
-        small["key"]
-        == "dev/n1000_s2/electra/pt_electra_1e14/layerwise_lr_decay1_learning_rate0.0003"
-    )
-    assert small["key"] != large["key"]
-    # random init reads only the encoder's shape: one record whatever the budget
-    rand = [transfer.make_run("dev", "300", 0, "random_init", pt, h) for pt in ("a", "b")]
-    assert (
-        rand[0]["key"]
-        == rand[1]["key"]
-        == "dev/n300_s0/random_init/layerwise_lr_decay1_learning_rate0.0003"
-    )
-    assert [transfer.record_source(r) for r in (small, rand[0])] == ["pt_electra_1e14", None]
+    code = """
+import sys
+sys.path.insert(0, "experiments")
+import transfer
+assert transfer.run_name("electra", 99996668273856.0) == "pt_electra_1e14"
+assert transfer.run_name("mlm", 4e14) == "pt_mlm_4e14"
+assert transfer.run_name("electra", 2.5e14) == "pt_electra_2.5e14"
+h = {"learning_rate": 3e-4, "layerwise_lr_decay": 1.0}
+small = transfer.make_run("dev", "1000", 2, "electra", "pt_electra_1e14", h)
+large = transfer.make_run("dev", "1000", 2, "electra", "pt_electra_4e14", h)
+assert small["key"] == "dev/n1000_s2/electra/pt_electra_1e14/layerwise_lr_decay1_learning_rate0.0003", small
+assert small["key"] != large["key"]
+rand = [transfer.make_run("dev", "300", 0, "random_init", pt, h) for pt in ("a", "b")]
+assert rand[0]["key"] == rand[1]["key"] == "dev/n300_s0/random_init/layerwise_lr_decay1_learning_rate0.0003"
+assert [transfer.record_source(r) for r in (small, rand[0])] == ["pt_electra_1e14", None]
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
