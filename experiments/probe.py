@@ -7,7 +7,7 @@ the word embeddings and at the last layer (and the last layer's [CLS]), and an L
 logistic regression (Newton's method; the regularisation strength picked on the validation
 split) is fitted on the first N of a seeded shuffle of the remaining training sentences.
 
-    python experiments/probe.py --checkpoint=RUN/ckpt-2640 [--checkpoint=...] [--random_init]
+    python experiments/probe.py --checkpoint=RUN/ckpt-2640 [--checkpoint=HF_DIR ...] [--random_init]
 
 prints one line per checkpoint and feature, and with --out a JSON of every figure.
 """
@@ -109,21 +109,25 @@ def encode(encoder, tokenizer, sentences: List[str], max_len: int) -> Dict[str, 
 def load_encoder(checkpoint: str, random_init: bool):
     import tensorflow as tf
 
-    from electra_tf import checkpoints, data_layout, run_dir
+    from electra_tf import checkpoints, run_dir
     from electra_tf.modeling.encoder import TransformerEncoder
     from electra_tf.tokenization import FullTokenizer
 
+    # the same look-up as fine-tuning's init_checkpoint: a run dir or prefix of this project, a
+    # Hugging Face directory or a keras-hub preset, with the config.json and vocab beside it
     prefix = run_dir.resolve_checkpoint(checkpoint)
-    here = os.path.dirname(prefix)
-    config = run_dir.read_run_config(os.path.join(here, "config.json"))
+    found = run_dir.find_beside(prefix, (run_dir.CONFIG_FILE,))
+    if found is None:
+        raise UserError(f"{checkpoint}: no {run_dir.CONFIG_FILE} beside the checkpoint")
+    config = run_dir.read_run_config(found)
     encoder = TransformerEncoder(config.model_config, name="electra")
     ids = tf.zeros([1, 8], tf.int32)
     encoder(ids, ids + 1, ids)
     if not random_init:
         checkpoints.restore_discriminator(encoder, prefix)
-    vocab_file = data_layout.vocab_file(here)
-    if not os.path.exists(vocab_file):
-        vocab_file = config.hparams["vocab_file"]
+    vocab_file = run_dir.vocab_beside(prefix) or config.hparams.get("vocab_file")
+    if not vocab_file:
+        raise UserError(f"{checkpoint}: no vocab beside the checkpoint, none in its config")
     return encoder, FullTokenizer(vocab_file), prefix
 
 
