@@ -6,8 +6,8 @@ better encoder than BERT's masked LM, and most of the gain comes from learning o
 (ELECTRA vs "ELECTRA 15%", whose discriminator loss covers the masked 15% only). This script
 pretrains the small-budget recipe (`experiments/recipes/pretrain_small_budget.json`) with each
 objective for the SAME training FLOPs of real arithmetic (lookups as gathers, backward = 2x
-forward: `electra_tf.modeling.builders.flops_per_step(..., sparse_embed_lookup=True,
-backward_factor=2.0)`; the paper's convention is recorded beside it), evaluates the checkpoints at
+forward: `electra_tf.flops.pretraining.step_flops(...).real`; the paper's convention is
+recorded beside it), evaluates the checkpoints at
 each budget point on a held-out shard of the pretraining data, fine-tunes each on the movie
 sentiment task (`experiments/recipes/finetune_movie_demo.json`, several seeds), fine-tunes a randomly
 initialised encoder of the same shape with the same seeds (the no-pretraining baseline), and
@@ -194,7 +194,7 @@ def pretraining_config(
 
 def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Steps of each objective for the largest budget (real FLOPs) and its budget points."""
-    from electra_tf.modeling.builders import flops_per_step
+    from electra_tf.flops.pretraining import step_flops
     from electra_tf.vocab import load_vocab
 
     budgets = sorted(float(b) for b in FLAGS.budgets)
@@ -202,11 +202,8 @@ def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     vocab = len(load_vocab(data_layout.vocab_file(data_dir)))  # as the trainer counts it
 
     def fps(objective):
-        c = pretraining_config(data_dir, recipe, objective, 1, 1)
-        return (
-            flops_per_step(c, vocab, sparse_embed_lookup=True, backward_factor=2.0),
-            flops_per_step(c, vocab),
-        )
+        f = step_flops(pretraining_config(data_dir, recipe, objective, 1, 1), vocab)
+        return f.real, f.paper
 
     budget = FLAGS.budget_flops or FLAGS.scale * recipe["num_train_steps"] * fps("electra")[0]
     out = {}

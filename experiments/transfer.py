@@ -188,15 +188,14 @@ def task_dir(work_dir: str, split: str, n_label: str, seed: int) -> str:
 
 def pretraining_plan(data: Dict[str, str], recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """{run name: objective, budget fraction, steps, FLOPs per step (both conventions)}."""
-    from electra_tf.modeling.builders import flops_per_step
+    from electra_tf.flops.pretraining import step_flops
     from electra_tf.vocab import load_vocab
 
     vocab_size = len(load_vocab(data["vocab"]))
 
     def fps(objective):
-        c = pretraining_config(data, recipe, objective, "probe", 1)
-        real = flops_per_step(c, vocab_size, sparse_embed_lookup=True, backward_factor=2.0)
-        return real, flops_per_step(c, vocab_size)
+        f = step_flops(pretraining_config(data, recipe, objective, "probe", 1), vocab_size)
+        return f.real, f.paper
 
     budget = FLAGS.budget_flops or recipe["num_train_steps"] * fps("electra")[0]
     plan = {}
@@ -355,10 +354,15 @@ def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
             "pretrained": pretrained, "hparams": hparams}  # fmt: skip
 
 
+def arm_objective(arm: str) -> str:
+    """The objective whose pretraining an arm reads: its own, else ELECTRA's (random init reads
+    only its shape; the embeddings diagnostic its embeddings)."""
+    return arm if arm in ("electra", "mlm") else "electra"
+
+
 def arm_source(plan, arm: str) -> str:
-    """The pretrained run an arm's fine-tunings start from: its objective's largest budget (random
-    init and the embeddings diagnostic: ELECTRA's)."""
-    return largest(plan, arm if arm in ("electra", "mlm") else "electra")
+    """The pretrained run an arm's fine-tunings start from: its objective's largest budget."""
+    return largest(plan, arm_objective(arm))
 
 
 def selection_runs(plan, arms, grid_points=None) -> List[Dict[str, Any]]:
@@ -375,7 +379,8 @@ def choose(plan) -> Dict[str, Dict[str, Any]]:
     """Per arm of SELECT_ARMS whose selection is complete in the kept records (each arm at its
     own largest budget): the grid point with the highest mean validation accuracy (ties: the
     earlier). Returns {arm: {"hparams", "scores", "pretrained"}}."""
-    found = collect(selection_runs(plan, [a for a in SELECT_ARMS if a_in_plan(plan, a)]))
+    planned = {p["objective"] for p in plan.values()}
+    found = collect(selection_runs(plan, [a for a in SELECT_ARMS if arm_objective(a) in planned]))
     chosen = {}
     for arm in SELECT_ARMS:
         scores = []
@@ -388,11 +393,6 @@ def choose(plan) -> Dict[str, Dict[str, Any]]:
             chosen[arm] = {"hparams": best[1], "pretrained": arm_source(plan, arm),
                            "scores": [[m, h] for m, h in scores]}  # fmt: skip
     return chosen
-
-
-def a_in_plan(plan, arm: str) -> bool:
-    objective = arm if arm in ("electra", "mlm") else "electra"
-    return any(p["objective"] == objective for p in plan.values())
 
 
 def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]], arms) -> List[Dict[str, Any]]:
@@ -453,8 +453,7 @@ def main() -> None:
         run_all(work_dir, data, plan, selection_runs(plan, arms, FLAGS.grid_points))
     chosen = choose(plan)
     selection = {"grid": GRID, "base": FINETUNE_BASE, "label_count": FLAGS.select_label_count,
-                 "seeds": FLAGS.select_seeds, "chosen": {a: c["hparams"] for a, c in chosen.items()},
-                 "detail": chosen}  # fmt: skip
+                 "seeds": FLAGS.select_seeds, "chosen": {a: c["hparams"] for a, c in chosen.items()}}  # fmt: skip
     progress("chosen: " + "; ".join(f"{a} ({c['pretrained']}): {c['hparams']}"
                                     for a, c in chosen.items()))  # fmt: skip
     if FLAGS.stage == "select":

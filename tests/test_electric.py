@@ -17,8 +17,9 @@ from test_checkpoints import V, write_fake_original
 from electra_tf import checkpoints, masking
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import TransformerFlops
+from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.model_config import ModelConfig
-from electra_tf.modeling.builders import build_pretrainer, flops_per_step
+from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
 from electra_tf.objectives import Electric
 from electra_tf.pretraining_config import PretrainingConfig

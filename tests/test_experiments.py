@@ -9,7 +9,7 @@ import pytest
 from absl import flags
 
 from electra_tf import flops
-from electra_tf.modeling.builders import flops_per_step
+from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -5,7 +5,7 @@ the post-attention layer norm 5 per token, the kept quirk), for a 1-layer model 
 to add up on paper."""
 
 from electra_tf.flops.pretraining import StepFlops, pretraining_flops_per_step, step_flops
-from electra_tf.modeling.builders import flops_per_step
+from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
 
 # discriminator: h=8, i=16, 2 heads, 1 layer, embeddings e=6 (projected to 8), V=50;

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from electra_tf import vocab
 from electra_tf.errors import UserError
-from electra_tf.flops.pretraining import pretraining_flops_per_step
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.pretrainer import UNIGRAM, ElectraPretrainer
 from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
@@ -111,8 +110,3 @@ def parameter_counts(model: ElectraPretrainer) -> Dict[str, int]:
         "discriminator_backbone": count_params(model.discriminator.weights),
         "total": count_params(model.trainable_weights),
     }
-
-
-# the experiments' name for a config's step FLOPs: `flops.pretraining`'s count, the one every
-# caller uses (paper convention by default; `sparse_embed_lookup=True, backward_factor=2.0` real)
-flops_per_step = pretraining_flops_per_step
