@@ -141,6 +141,11 @@ def check_value(key: str, value: Any, field: dataclasses.Field, hints: Mapping[s
     return coerced
 
 
+# the scale-out keys pretraining and fine-tuning share, with one meaning in both
+DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
 def require_seed(deterministic: bool, seed: Optional[int]) -> None:
     """The one rule of pretraining and fine-tuning: `deterministic` needs a `seed` the user set
     (op determinism refuses every unseeded random op, and the dropout seeds derive from it)."""

@@ -17,7 +17,7 @@ from electra_tf import data_layout, objectives, run_dir
 from electra_tf import hparams as hp
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import max_predictions_per_seq
-from electra_tf.hparams import hparam
+from electra_tf.hparams import DISTRIBUTIONS, PRECISIONS, hparam
 from electra_tf.model_config import (
     BERT_VOCAB_SIZE,
     MODEL_SIZES,
@@ -26,9 +26,6 @@ from electra_tf.model_config import (
     get_model_config,
 )
 from electra_tf.optimization import OPTIMIZERS
-
-DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass(frozen=True)

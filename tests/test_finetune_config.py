@@ -83,7 +83,6 @@ COMPAT = (
     "predict_batch_size",
     "log_examples",
     "n_writes_test",
-    "iterations_per_loop",
     "use_tfrecords_if_existing",
     "use_tpu",
     "num_tpu_cores",
@@ -191,9 +190,10 @@ def test_frozen_and_every_key_recorded():
     d = config.to_dict()
     # the keys of the original's configure_finetuning.py and this project's additions
     # (optimizer: #17; deterministic: #19; reinit_top_layers, embedding_lr_multiplier: #15;
-    # classifier_pooling)
+    # classifier_pooling; distribution, precision, allreduce_dtype, gradient_accumulation_steps:
+    # #31, as pretraining's)
     keys = {f.name for s in SECTIONS.values() for f in dataclasses.fields(s)}
-    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 56
+    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 60
     assert d["reinit_top_layers"] == 0  # the original: every layer pretrained
     assert d["embedding_lr_multiplier"] == 1.0  # the original: no extra factor
     assert (d["num_train_epochs"], d["learning_rate"], d["init_checkpoint"]) == (

@@ -24,6 +24,7 @@ from electra_tf.optimization import layer_depth, layerwise_lr_multipliers
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA = os.path.join(HERE, "data", "finetune")
+QA_TRAIN = os.path.join(HERE, "data", "qa", "squad_v1_train.json")
 
 
 def read(path):
@@ -101,12 +102,13 @@ def save_name_based(variables, prefix):
     )
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ft")
+def make_run_dir(d, cfg=None, squad=False):
+    """A DATA_DIR with the tiny "pretrained" model `tiny` (seed 0; `cfg`: its ModelConfig), the
+    BERT vocab and the test tasks' data (`squad`: also SQuAD 1.1 as the task squadv1, its small
+    train file as train and dev); returns the encoder."""
     model_dir = d / "models" / "tiny"
     os.makedirs(model_dir)
-    cfg = tiny_config()
+    cfg = cfg or tiny_config()
     with open(model_dir / "config.json", "w") as f:
         json.dump({"model_size": "small", "model_config": cfg.to_dict()}, f)
     keras.utils.set_random_seed(0)  # the same "pretrained" weights every run
@@ -116,7 +118,17 @@ def run_dir(tmp_path_factory):
     save_name_based(enc.weights, str(model_dir / "model.ckpt-5"))
     shutil.copy(os.path.join(ROOT, "data", "vocab", "vocab.txt"), d / "vocab.txt")
     shutil.copytree(DATA, d / "finetuning_data")
-    return d, enc
+    if squad:
+        os.makedirs(d / "finetuning_data" / "squadv1")
+        for split in ("train", "dev"):
+            shutil.copy(QA_TRAIN, d / "finetuning_data" / "squadv1" / f"{split}.json")
+    return enc
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ft")
+    return d, make_run_dir(d)
 
 
 HPARAMS = dict(  # noqa: C408

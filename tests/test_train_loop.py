@@ -3,7 +3,7 @@
 import pytest
 
 from electra_tf.train import devices
-from electra_tf.train.trainer import steps_in_call
+from electra_tf.train.step import steps_in_call
 
 
 def test_steps_in_call_stop_at_log_save_and_last_steps():

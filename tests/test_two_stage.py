@@ -16,9 +16,8 @@ from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.optimization import ElectraSchedule, StagedSchedule, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train.loss_scale import DynamicLossScale
-from electra_tf.train.step import TrainStep
+from electra_tf.train.step import TrainStep, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout
-from electra_tf.train.trainer import steps_in_call
 from electra_tf.train.two_stage import TwoStage
 
 # the generator the discriminator's size: hidden 32, 2 layers, 2 heads, FFN 64

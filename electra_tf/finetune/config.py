@@ -26,7 +26,7 @@ from typing import Any, Optional, Union
 from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
 from electra_tf.finetune import registry
-from electra_tf.hparams import from_flat, hparam, require_seed, to_flat
+from electra_tf.hparams import DISTRIBUTIONS, PRECISIONS, from_flat, hparam, require_seed, to_flat
 from electra_tf.model_config import MODEL_SIZES
 from electra_tf.optimization import OPTIMIZERS
 
@@ -87,6 +87,24 @@ class OptimizationHparams:
 
 
 @dataclasses.dataclass(frozen=True)
+class ScaleHparams:
+    """The keys of pretraining's scale section, with their meaning there (the global batch is
+    `train_batch_size`, split over replicas and accumulation micro-batches)."""
+
+    distribution: str = hparam("auto", choices=DISTRIBUTIONS, help="auto: TPU, else GPUs, else one")
+    precision: str = hparam("float32", choices=PRECISIONS, help="Keras mixed-precision policy")
+    allreduce_dtype: Optional[str] = hparam(
+        None,
+        choices=(None, "bfloat16", "float16"),
+        help="all-reduce gradients in it; null: float32",
+    )
+    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
+    # the original's TPU steps per loop; here steps per tf.function call, cut at each multiple
+    # of log_every_steps and save_checkpoints_steps
+    iterations_per_loop: int = hparam(1000, help="steps per tf.function call (one host sync)")
+
+
+@dataclasses.dataclass(frozen=True)
 class DataHparams:
     max_seq_length: Optional[int] = hparam(None, help="None: from the tasks' kinds")
     train_batch_size: int = hparam(32, help="training batch size")
@@ -121,10 +139,9 @@ class PathHparams:
 @dataclasses.dataclass(frozen=True)
 class CompatHparams:
     """Keys of the original's hparams files that have no effect here (features are built in
-    memory, there is no TPU loop)."""
+    memory)."""
 
     log_examples: bool = hparam(False, compat=True, help="the original's: logs featurised examples")
-    iterations_per_loop: int = hparam(1000, compat=True, help="the original's TPU steps per loop")
     use_tfrecords_if_existing: bool = hparam(True, compat=True, help="the original's feature cache")
     n_writes_test: int = hparam(5, compat=True, help="the original's trials with test outputs")
     predict_batch_size: int = hparam(32, compat=True, help="the original's prediction batch")
@@ -140,6 +157,7 @@ SECTIONS = {
     "general": GeneralHparams,
     "model": ModelHparams,
     "optimization": OptimizationHparams,
+    "scale": ScaleHparams,
     "data": DataHparams,
     "qa": QAHparams,
     "paths": PathHparams,
@@ -182,6 +200,7 @@ class FinetuningConfig:
     general: GeneralHparams
     model: ModelHparams
     optimization: OptimizationHparams
+    scale: ScaleHparams
     data: DataHparams
     qa: QAHparams
     paths: PathHparams
@@ -323,6 +342,9 @@ class FinetuningConfig:
             raise UserError(
                 f"save_checkpoints_steps must be >= 1, got {self.save_checkpoints_steps}"
             )
+        for key in ("gradient_accumulation_steps", "iterations_per_loop"):
+            if int(getattr(self, key)) < 1:
+                raise UserError(f"{key} must be >= 1, got {getattr(self, key)}")
         if self.num_trials < 1:
             raise UserError(f"num_trials must be >= 1, got {self.num_trials}")
         if not self.do_train and not self.do_eval:

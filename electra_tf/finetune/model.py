@@ -103,6 +103,20 @@ class FinetuningModel(keras.Model):
         total = tf.reduce_sum(tf.cast(losses, tf.float32) * weights)
         return total, outputs
 
+    # -- the training step's task interface (`electra_tf.train.step.TrainStep`) --
+
+    def denominators(self, batch, step=None, seed=None) -> dict[str, tf.Tensor]:
+        """The replica batch's real (not padding) examples; the loss is a SUM over the global
+        batch, as the original's, so nothing is normalised by it."""
+        real = tf.cast(batch["task_id"] < len(self.task_names), tf.float32)
+        return {"examples": tf.reduce_sum(real)}
+
+    def compute(self, batch, training=False, dropout_seed=None, **unused) -> dict[str, tf.Tensor]:
+        """{"loss": this micro-batch's summed loss}: summed over micro-batches and replicas by
+        the step, the global batch's sum (what one device computes on the whole batch)."""
+        loss, _ = self(batch, training=training, dropout_seed=dropout_seed)
+        return {"loss": loss}
+
     def predict_task(self, features, task_name: str) -> dict[str, tf.Tensor]:
         seq = self.encoder(
             features["input_ids"], features["input_mask"], features["segment_ids"], training=False
@@ -111,10 +125,15 @@ class FinetuningModel(keras.Model):
 
 
 def build_model(
-    model_config: ModelConfig, heads: Sequence[keras.layers.Layer], dummy: dict[str, tf.Tensor]
+    model_config: ModelConfig,
+    heads: Sequence[keras.layers.Layer],
+    dummy: dict[str, tf.Tensor],
+    precision: str = "float32",
 ) -> tuple[FinetuningModel, list[tf.Variable]]:
-    """Creates the model and its variables (one call on a dummy batch)."""
-    encoder = TransformerEncoder(model_config, name="electra")
+    """Creates the model and its variables (one call on a dummy batch). `precision`: the
+    encoder's Keras dtype policy; the heads stay float32 (their logits and losses too)."""
+    policy = keras.mixed_precision.DTypePolicy(precision)
+    encoder = TransformerEncoder(model_config, name="electra", dtype=policy)
     encoder(dummy["input_ids"], dummy["input_mask"], dummy["segment_ids"])
     model = FinetuningModel(encoder, heads)
     model(dummy, training=False)

@@ -18,6 +18,7 @@ same command after a crash skips the finished trials and resumes the unfinished 
 removed once the results are written.
 """
 
+import contextlib
 import dataclasses
 import functools
 import statistics
@@ -52,6 +53,7 @@ from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.trainer import score, train
 from electra_tf.finetune.trials import TrialRecord, lock_tasks
 from electra_tf.model_config import ModelConfig
+from electra_tf.train.strategy import ReplicaLayout, build_strategy
 
 
 def log(msg: str) -> None:
@@ -153,6 +155,8 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
     """Trains and scores; returns {task: results dict}. Writes results only after success: each
     finished trial is recorded, so that re-running after a crash skips it and resumes the
     unfinished one from its checkpoint (`trials`, `trainer.train`)."""
+    # first: a multi-worker strategy must exist before TensorFlow runs any op
+    strategy = build_strategy(config.distribution)
     # resolved up front: the tasks, the results and a kept model's config.json record it
     config = config.with_hparams(vocab_file=resolve_vocab_file(config))
     tokenizer = make_tokenizer(config.vocab_file, config.do_lower_case)
@@ -176,13 +180,19 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
     check_model_fits(config, model_config, len(tokenizer.vocab))
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    # one writer per task of a model directory (its results and kept models), from here on
-    with lock_tasks(config, log):
-        return _train_and_score(config, tasks, checkpoint, model_config)
+    # one writer per task of a model directory (its results and kept models), from here on;
+    # in a multi-worker run the chief (the others train in lock-step and write nothing)
+    chief = ReplicaLayout.of(strategy).is_chief
+    with lock_tasks(config, log) if chief else contextlib.nullcontext():
+        return _train_and_score(config, tasks, checkpoint, model_config, strategy)
 
 
 def _train_and_score(
-    config: FinetuningConfig, tasks: list[Task], checkpoint: Optional[str], model_config
+    config: FinetuningConfig,
+    tasks: list[Task],
+    checkpoint: Optional[str],
+    model_config,
+    strategy: tf.distribute.Strategy,
 ) -> dict[str, Any]:
     """Every trial not already done (`TrialRecord`), then the results."""
     data = read_data(config, tasks)
@@ -191,11 +201,12 @@ def _train_and_score(
     trial_info: list[dict[str, Any]] = []
     predictions: dict[str, list[tuple[str, list]]] = {}
     label_counts: dict[str, list[dict[str, Any]]] = {t.name: [] for t in tasks}
-    record = TrialRecord(config, checkpoint, log)
+    chief = ReplicaLayout.of(strategy).is_chief
+    record = TrialRecord(config, checkpoint, log, writer=chief)
     for trial in range(1, config.num_trials + 1):
         done = record.done(trial)
         if done is None:
-            done = run_trial(config, tasks, data, model_config, checkpoint, dummy, trial)
+            done = run_trial(config, tasks, data, model_config, checkpoint, dummy, trial, strategy)
             done = record.record(trial, done)
         else:
             record.remove_checkpoints(trial)
@@ -206,7 +217,7 @@ def _train_and_score(
         trial_info.append(done["info"])
         predictions.update({k: [tuple(p) for p in v] for k, v in done["predictions"].items()})
 
-    # everything succeeded: write (each file atomically)
+    # everything succeeded: write (each file atomically; the chief)
     out = {}
     for task in tasks:
         trials = trial_results[task.name]
@@ -221,8 +232,11 @@ def _train_and_score(
             "config": config.to_dict(),
             "model_config": model_config.to_dict(),
         }
-        config.run.write_results(task.name, result, config.random_init)
+        if chief:
+            config.run.write_results(task.name, result, config.random_init)
         out[task.name] = result
+    if not chief:
+        return out
     for filename, preds in predictions.items():
         config.run.write_predictions(filename, preds, config.random_init)
     record.finish()
@@ -238,13 +252,17 @@ def run_trial(
     checkpoint: Optional[str],
     dummy: dict,
     trial: int,
+    strategy: Optional[tf.distribute.Strategy] = None,
 ) -> dict[str, Any]:
     """Builds, trains (resuming from the trial's checkpoints) and scores one trial; what the
     results need of it, as JSON (predictions as the strings they are written as)."""
     seed = config.trial_seed(trial)
     if seed is not None:
         keras.utils.set_random_seed(seed)
-    model, _ = build_model(model_config, [t.make_head() for t in tasks], dummy)
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        heads = [t.make_head() for t in tasks]
+        model, _ = build_model(model_config, heads, dummy, config.precision)
     if checkpoint is not None:
         restore_encoder(model, checkpoint, config.reinit_top_layers)
         log(f"trial {trial}: loaded the discriminator encoder from {checkpoint}")
@@ -259,8 +277,10 @@ def run_trial(
             f"({', '.join(config.task_names)})"
         )
         ckpt_dir = config.run.trial_checkpoint_dir(config.task_names, trial, config.random_init)
-        info.update(train(model, data.train_features, config, data.steps, seed, ckpt_dir, trial))
-    if config.keep_all_models:
+        info.update(
+            train(model, data.train_features, config, data.steps, seed, ckpt_dir, trial, strategy)
+        )
+    if config.keep_all_models and ReplicaLayout.of(strategy).is_chief:
         keep_model(config, model, model_config, trial)
     per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
     counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}

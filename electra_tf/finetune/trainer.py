@@ -34,7 +34,10 @@ from electra_tf.optimization import (
     layerwise_lr_multipliers,
     make_optimizer,
 )
+from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
+from electra_tf.train.step import TrainStep, steps_in_call
+from electra_tf.train.strategy import ReplicaLayout
 
 KEEP_CHECKPOINTS = 2  # a trial's newest two: the older one if the newest is broken
 
@@ -67,6 +70,37 @@ def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> 
     )
 
 
+def _replica_iterators(make_dataset, layout: ReplicaLayout, batch: int) -> list:
+    """One iterator per local replica over the global batches of `make_dataset()`, each
+    yielding its replica's rows. Each replica reads a dataset of its own (a seeded shuffle gives
+    every new dataset the same order, but each further iterator of one dataset a new one), so
+    that every replica and worker sees the order one device would, split by replica index."""
+    n = layout.num_replicas
+    if n == 1:
+        return [iter(make_dataset())]
+    per = batch // n
+    iterators = []
+    for i in range(layout.num_local):
+        first = (layout.first_local_replica + i) * per
+        rows = make_dataset().map(
+            lambda b, first=first: {k: v[first : first + per] for k, v in b.items()}
+        )
+        iterators.append(iter(rows))
+    return iterators
+
+
+def _dropout_seeds(seed: int) -> Callable[[Any, Any, int], tf.Tensor]:
+    """Stateless dropout seeds from (seed, step), varied by replica and micro-batch: with one
+    of each, (seed, step) as before the step was shared with pretraining (a fixed run replays)."""
+
+    def seeds(step, replica, index):
+        lane = tf.cast(replica, tf.int64) * 131 + index
+        first = (tf.constant(seed, tf.int64) + 7919 * lane) % (2**31 - 1)
+        return tf.stack([tf.cast(first, tf.int32), tf.cast(step, tf.int32)])
+
+    return seeds
+
+
 def train(
     model: FinetuningModel,
     train_features: Features,
@@ -75,71 +109,90 @@ def train(
     seed: Optional[int],
     checkpoint_dir: Optional[str] = None,
     trial: int = 1,
+    strategy: Optional[tf.distribute.Strategy] = None,
 ) -> dict[str, float]:
-    """Trains `model` for `steps` batches of `train_features` (shuffled with `seed`), resuming
-    from the newest complete checkpoint in `checkpoint_dir` (None: no checkpoints); returns the
-    step count and the seconds taken (over every part of a resumed trial)."""
-    variables = model.trainable_variables
-    optimizer = _optimizer(model, config, steps)
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # the shuffle's seed: the trial's, or drawn once and kept in the checkpoint
-    data_seed = tf.Variable(seed if seed is not None else random.randrange(2**31), tf.int64)
-    seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+    """Trains `model` (built in `strategy`'s scope) for `steps` global batches of
+    `train_features` (shuffled with `seed`) with pretraining's step (`train.step.TrainStep`:
+    replicas, accumulation, loss scaling, clipping), resuming from the newest complete
+    checkpoint in `checkpoint_dir` (None: no checkpoints; a non-chief worker saves to its own
+    scratch copy and restores from the chief's); returns the step count and the seconds taken
+    (over every part of a resumed trial)."""
+    strategy = strategy or tf.distribute.get_strategy()
+    layout = ReplicaLayout.of(strategy)
+    batch = config.train_batch_size
+    accum = config.gradient_accumulation_steps
+    if batch % (layout.num_replicas * accum):
+        raise UserError(
+            f"train_batch_size {batch} is not divisible by {layout.num_replicas} replicas x "
+            f"{accum} accumulation steps"
+        )
+    with strategy.scope():
+        optimizer = _optimizer(model, config, steps)
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # the shuffle's seed: the trial's, or drawn once and kept in the checkpoint
+        data_seed = tf.Variable(seed if seed is not None else random.randrange(2**31), tf.int64)
+        seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+        loss_scale = DynamicLossScale(enabled=config.precision == "mixed_float16")
     rng_states = [v for v in model.variables if "seed_generator_state" in v.path]
-    state = tf.train.Checkpoint(
-        model=model, optimizer=optimizer, step=step, data_seed=data_seed, seconds=seconds,
-        rng_states=rng_states,
-    )  # fmt: skip
+    tracked = dict(model=model, optimizer=optimizer, step=step, data_seed=data_seed,
+                   seconds=seconds, rng_states=rng_states)  # fmt: skip
+    if loss_scale.enabled:  # only then: float32 checkpoints keep their contents
+        tracked["loss_scale"] = loss_scale
+    state = tf.train.Checkpoint(**tracked)
     manager = None
     if checkpoint_dir is not None:
+        save_dir = checkpoint_dir
+        if not layout.is_chief:  # every worker saves (collectives); only the chief's is kept
+            save_dir = f"{checkpoint_dir}_scratch_{layout.task_type}_{layout.task_id}"
         manager = tf.train.CheckpointManager(
-            state,
-            checkpoint_dir,
-            KEEP_CHECKPOINTS,
-            checkpoint_name=checkpoint_files.CHECKPOINT_NAME,
+            state, save_dir, KEEP_CHECKPOINTS, checkpoint_name=checkpoint_files.CHECKPOINT_NAME
         )
         found, _ = checkpoint_files.restore_newest(
             checkpoint_dir,
-            manager.checkpoints,
+            manager.checkpoints if layout.is_chief else (),
             lambda p: state.restore(p).assert_existing_objects_matched(),
             log,
         )
         if found:
             log(f"trial {trial}: resumed from {found} at step {int(step.numpy())}")
     start_step = int(step.numpy())
-    batch = config.train_batch_size
     n = len(train_features["input_ids"])
-    ds = tf.data.Dataset.from_tensor_slices(train_features)
-    ds = ds.shuffle(n, seed=int(data_seed.numpy()), reshuffle_each_iteration=True).repeat()
-    if start_step:  # the examples the saved steps saw (the seeded shuffle replays them)
-        ds = ds.skip(start_step * batch)
-    ds = ds.batch(batch, drop_remainder=True).prefetch(2)
-    deterministic = bool(config.deterministic) and seed is not None
 
-    def step_fn(batch, step_number):
-        dropout_seed = None
-        if deterministic:  # stateless dropout seeds that a resumed trial draws again
-            dropout_seed = tf.stack(
-                [tf.constant(seed % (2**31 - 1), tf.int32), tf.cast(step_number, tf.int32)]
-            )
-        with tf.GradientTape() as tape:
-            loss, _ = model(batch, training=True, dropout_seed=dropout_seed)
-        grads = tape.gradient(loss, variables)
-        # embedding gathers give IndexedSlices; the optimizer updates dense tensors
-        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        grads, _ = optimizer.clip(grads)
-        optimizer.apply_gradients(grads)
-        step.assign_add(1)
-        return loss
+    def make_dataset():
+        ds = tf.data.Dataset.from_tensor_slices(train_features)
+        ds = ds.shuffle(n, seed=int(data_seed.numpy()), reshuffle_each_iteration=True).repeat()
+        if start_step:  # the examples the saved steps saw (the seeded shuffle replays them)
+            ds = ds.skip(start_step * batch)
+        return ds.batch(batch, drop_remainder=True).prefetch(2)
 
+    iterators = _replica_iterators(make_dataset, layout, batch)
+    # stateless dropout where a step must replay (deterministic) or replicas and micro-batches
+    # need seeds of their own; else the layers' own generators, as before
+    stateless = (bool(config.deterministic) and seed is not None) or layout.num_replicas > 1
+    stateless = stateless or accum > 1
     jit = steps >= 300 if config.jit_compile is None else bool(config.jit_compile)
-    step_fn = tf.function(step_fn, jit_compile=jit)
+    train_fn = TrainStep(
+        model,
+        optimizer,
+        loss_scale,
+        step,
+        strategy,
+        layout,
+        int(data_seed.numpy()),
+        accum,
+        jit,
+        config.allreduce_dtype,
+        dropout_seeds=_dropout_seeds(int(data_seed.numpy())) if stateless else lambda *a: None,
+    ).function()
+    log(
+        f"trial {trial}: global batch {batch} on {layout.num_replicas} replica(s) x {accum} "
+        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'}"
+    )
     start = last_t = time.time()
     before = float(seconds.numpy())
     last_step, losses = start_step, []
     every = max(1, int(config.log_every_steps))
     save_every = max(1, int(config.save_checkpoints_steps))
-    it = iter(ds)
 
     def check(done: int) -> list[float]:
         """The losses since the last check, as floats; a non-finite one stops the trial."""
@@ -159,9 +212,17 @@ def train(
         seconds.assign(before + time.time() - start)
         checkpoint_files.save(manager, done)
 
+    s, compiled = start_step, False
     with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
-        for s in range(start_step + 1, steps + 1):
-            losses.append(step_fn(next(it), tf.constant(s - 1, tf.int64)))
+        while s < steps:
+            # the first call runs one step (it includes tracing)
+            k = 1
+            if compiled:
+                k = steps_in_call(s, steps, config.iterations_per_loop, every, save_every)
+            _, call_losses = train_fn(iterators, tf.constant(k, tf.int32))
+            compiled = True
+            losses.extend(call_losses.numpy().tolist())
+            s += k
             if s % every == 0 or s == steps:
                 recent = check(s)
                 now = time.time()
@@ -179,6 +240,8 @@ def train(
                 log(f"trial {trial}: received signal {stop.received}: {saved}")
                 raise SystemExit(128 + int(stop.received))
     seconds.assign(before + time.time() - start)
+    if manager is not None and not layout.is_chief:
+        tf.io.gfile.rmtree(manager.directory)
     return {"train_steps": steps, "train_seconds": float(seconds.numpy())}
 
 

@@ -33,15 +33,30 @@ class TrialRecord:
         config: the run's `FinetuningConfig`.
         checkpoint: the pretrained checkpoint the trials start from (or None).
         log: where to say what was found.
+        writer: false for a multi-worker run's other workers: they read the chief's record (to
+            skip the same finished trials) and never write or remove anything.
     """
 
-    def __init__(self, config, checkpoint: Optional[str], log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        config,
+        checkpoint: Optional[str],
+        log: Callable[[str], None] = print,
+        writer: bool = True,
+    ):
         self.config = config
+        self.writer = writer
         self.path = config.run.finetuning_state_path(config.task_names, config.random_init)
         run = {k: v for k, v in config.to_dict().items() if k not in _FREE_KEYS}
         self.key = {"config": run, "init_checkpoint": checkpoint}
         self.trials: dict[str, Any] = {}
         reused = False
+        if not writer:
+            if os.path.exists(self.path):
+                d = read_json(self.path)
+                if isinstance(d, dict) and _same(d.get("key"), self.key):
+                    self.trials = d.get("trials") or {}
+            return
         if os.path.exists(self.path):
             try:
                 d = read_json(self.path)
@@ -91,11 +106,15 @@ class TrialRecord:
         """Records a finished trial and removes its checkpoints; returns the result as it reads
         back (so that finished and recorded trials give the same final results)."""
         self.trials[str(trial)] = json.loads(json.dumps(result))
+        if not self.writer:
+            return self.trials[str(trial)]
         write_json(self.path, {"key": self.key, "trials": self.trials})
         self.remove_checkpoints(trial)
         return self.trials[str(trial)]
 
     def remove_checkpoints(self, trial: int) -> None:
+        if not self.writer:
+            return
         c = self.config
         directory = c.run.trial_checkpoint_dir(c.task_names, trial, c.random_init)
         if os.path.isdir(directory):
@@ -106,6 +125,8 @@ class TrialRecord:
 
     def finish(self) -> None:
         """Every trial is done and the results written: the record is no longer needed."""
+        if not self.writer:
+            return
         for trial in range(1, self.config.num_trials + 1):
             self.remove_checkpoints(trial)
         if os.path.exists(self.path):

@@ -9,7 +9,7 @@ Dropout seeds are a function of (seed, step, replica, micro-batch), masking and 
 """
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import tensorflow as tf
 
@@ -17,6 +17,21 @@ from electra_tf.optimization import dense_gradients
 from electra_tf.train.inputs import run_on_replicas
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.strategy import ReplicaLayout
+
+
+def steps_in_call(
+    step: int, last: int, iterations: int, log_every: int, save_every: int, boundary: int = 0
+) -> int:
+    """Steps the next call of the step function runs from `step`: `iterations_per_loop`, cut at
+    the next multiple of log_every_steps and of save_checkpoints_steps and at the last step, so
+    that progress lines and checkpoints come where they would one step per call, and at a
+    two-stage `boundary` (0: none) after `step`."""
+    n = min(iterations, last - step)
+    for every in (log_every, save_every):
+        n = min(n, every - step % every)
+    if step < boundary:
+        n = min(n, boundary - step)
+    return max(n, 1)
 
 
 @dataclasses.dataclass
@@ -39,6 +54,14 @@ class TrainStep:
             the model's loss covers.
         variables: the trainable variables the step updates (None: all); the others get no
             gradient and the optimizer leaves them (and their slots) untouched.
+        dropout_seeds: (step, replica, micro-batch index) -> the stateless dropout seed (a
+            [2] int32 tensor, or None: the model's own random generators); None: pretraining's
+            (seed, step * 4099 + replica * 131 + index).
+
+    `model` is a task: `denominators(batch, step, seed)` -> the loss's normalisers for the
+    replica batch (summed over replicas by the step) and `compute(micro_batch, step=, seed=,
+    training=, dropout_seed=, global_denominators=, stage=)` -> {"loss": ..., sums ...}; the
+    pretrainer is one, the fine-tuning model another.
     """
 
     model: Any
@@ -53,6 +76,7 @@ class TrainStep:
     allreduce_dtype: Optional[str] = None
     stage: Optional[str] = None
     variables: Optional[list] = None
+    dropout_seeds: Optional[Callable[[Any, Any, int], Optional[tf.Tensor]]] = None
 
     def __post_init__(self):
         self._slots = None  # where `variables` sit among the optimizer's (all trainable)
@@ -63,6 +87,16 @@ class TrainStep:
         if self.jit_compile and self.layout.num_replicas > 1:
             self._gradients = tf.function(self.gradients, jit_compile=True)
 
+    def dropout_seed(self, step, replica, index: int) -> Optional[tf.Tensor]:
+        if self.dropout_seeds is not None:
+            return self.dropout_seeds(step, replica, index)
+        return tf.stack(
+            [
+                tf.cast(self.seed, tf.int32),
+                tf.cast(step, tf.int32) * 4099 + tf.cast(replica, tf.int32) * 131 + index,
+            ]
+        )
+
     def gradients(self, batch, dens, replica):
         """(summed gradients of this replica's micro-batches, scaled by the loss scale; summed
         outputs) for one replica batch."""
@@ -72,12 +106,7 @@ class TrainStep:
         scale = self.loss_scale.scale
 
         def micro_grads(micro, index):
-            dropout_seed = tf.stack(
-                [
-                    tf.cast(self.seed, tf.int32),
-                    tf.cast(step, tf.int32) * 4099 + tf.cast(replica, tf.int32) * 131 + index,
-                ]
-            )
+            dropout_seed = self.dropout_seed(step, replica, index)
             with tf.GradientTape() as tape:
                 out = self.model.compute(
                     micro,

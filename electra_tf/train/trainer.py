@@ -30,7 +30,7 @@ from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replic
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
 from electra_tf.train.progress import ProgressLog, log, write_scalars
-from electra_tf.train.step import TrainStep, eval_function
+from electra_tf.train.step import TrainStep, eval_function, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
 
 
@@ -47,21 +47,6 @@ def _holding_lock(method):
                 lock.release()
 
     return run
-
-
-def steps_in_call(
-    step: int, last: int, iterations: int, log_every: int, save_every: int, boundary: int = 0
-) -> int:
-    """Steps the next call of the step function runs from `step`: `iterations_per_loop`, cut at
-    the next multiple of log_every_steps and of save_checkpoints_steps and at the last step, so
-    that progress lines and checkpoints come where they would one step per call, and at a
-    two-stage `boundary` (0: none) after `step`."""
-    n = min(iterations, last - step)
-    for every in (log_every, save_every):
-        n = min(n, every - step % every)
-    if step < boundary:
-        n = min(n, boundary - step)
-    return max(n, 1)
 
 
 class Trainer:

@@ -9,7 +9,7 @@ no gradient, so the optimizer leaves them and their slots untouched (no weight d
 Each stage has its own learning-rate schedule (`optimization.StagedSchedule`).
 
 The discriminator is initialised at the start of the first call of stage 2 (a call never spans
-the boundary: `trainer.steps_in_call`), so the checkpoint saved at the boundary step holds the
+the boundary: `step.steps_in_call`), so the checkpoint saved at the boundary step holds the
 state before it, and a run resumed there initialises it the same way: resuming is exact across
 the boundary.
 """
