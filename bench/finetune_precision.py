@@ -7,9 +7,9 @@ precisions, the same seeds for each: is 16-bit fine-tuning within seed noise of 
 
 Prints one JSON line, then a table: each precision's accuracy per seed, the mean, and the mean
 of its per-seed differences from float32 beside float32's own seed-to-seed spread. Each run is
-one trial (10 epochs, lr 3e-4, mean pooling: experiments/transfer.py's fine-tuning of this
-encoder), graph mode (XLA ignores the dropout seed); the seeds pair the runs (the same data
-order, head initialisation and dropout masks where the precision allows).
+one trial (10 epochs, lr 3e-4 without layer-wise decay, mean pooling), graph mode (XLA ignores
+the dropout seed); the seeds pair the runs (the same data order, head initialisation and
+dropout masks where the precision allows).
 """
 
 import argparse
