@@ -252,14 +252,13 @@ def run_trial(
     checkpoint: Optional[str],
     dummy: dict,
     trial: int,
-    strategy: Optional[tf.distribute.Strategy] = None,
+    strategy: tf.distribute.Strategy,
 ) -> dict[str, Any]:
     """Builds, trains (resuming from the trial's checkpoints) and scores one trial; what the
     results need of it, as JSON (predictions as the strings they are written as)."""
     seed = config.trial_seed(trial)
     if seed is not None:
         keras.utils.set_random_seed(seed)
-    strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
         heads = [t.make_head() for t in tasks]
         model, _ = build_model(model_config, heads, dummy, config.precision)

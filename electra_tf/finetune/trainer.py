@@ -107,9 +107,9 @@ def train(
     config: FinetuningConfig,
     steps: int,
     seed: Optional[int],
-    checkpoint_dir: Optional[str] = None,
-    trial: int = 1,
-    strategy: Optional[tf.distribute.Strategy] = None,
+    checkpoint_dir: Optional[str],
+    trial: int,
+    strategy: tf.distribute.Strategy,
 ) -> dict[str, float]:
     """Trains `model` (built in `strategy`'s scope) for `steps` global batches of
     `train_features` (shuffled with `seed`) with pretraining's step (`train.step.TrainStep`:
@@ -117,7 +117,6 @@ def train(
     checkpoint in `checkpoint_dir` (None: no checkpoints; a non-chief worker saves to its own
     scratch copy and restores from the chief's); returns the step count and the seconds taken
     (over every part of a resumed trial)."""
-    strategy = strategy or tf.distribute.get_strategy()
     layout = ReplicaLayout.of(strategy)
     batch = config.train_batch_size
     accum = config.gradient_accumulation_steps
@@ -168,8 +167,7 @@ def train(
     iterators = _replica_iterators(make_dataset, layout, batch)
     # stateless dropout where a step must replay (deterministic) or replicas and micro-batches
     # need seeds of their own; else the layers' own generators, as before
-    stateless = (bool(config.deterministic) and seed is not None) or layout.num_replicas > 1
-    stateless = stateless or accum > 1
+    stateless = (config.deterministic and seed is not None) or layout.num_replicas * accum > 1
     jit = steps >= 300 if config.jit_compile is None else bool(config.jit_compile)
     train_fn = TrainStep(
         model,
