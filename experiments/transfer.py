@@ -89,6 +89,10 @@ flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"),
 flags.DEFINE_integer("validation_split", 1000, "The train file's last N sentences: selection.")
 flags.DEFINE_list("label_counts", ["300", "1000", "3000", "all"], "Fine-tuning label counts.")
 flags.DEFINE_integer("seeds", 5, "Fine-tuning seeds per cell at evaluation.")
+flags.DEFINE_integer("first_seed", 0, "evaluate/report: seeds run from this one (a confirmation "
+                     "on new seeds: --first_seed=5).")  # fmt: skip
+flags.DEFINE_bool("diagnostic", True, "evaluate/report: include the budget series and the "
+                  "embeddings-only diagnostic at N = 1,000.")  # fmt: skip
 flags.DEFINE_integer("select_seeds", 3, "Fine-tuning seeds per grid point at selection.")
 flags.DEFINE_integer("select_label_count", 1000, "The label count the grid is chosen at.")
 flags.DEFINE_list(
@@ -399,10 +403,12 @@ def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]], arms) -> List[Dict[
     """The dev runs of `arms` (each at its chosen grid point and largest budget) at every N, the
     smaller budgets at N = 1,000 (with their objective's choice), and the diagnostic."""
     runs = []
-    for n, seed in itertools.product(FLAGS.label_counts, range(FLAGS.seeds)):
+    seeds = range(FLAGS.first_seed, FLAGS.first_seed + FLAGS.seeds)
+    for n, seed in itertools.product(FLAGS.label_counts, seeds):
         for arm in arms:
             runs.append(make_run("dev", n, seed, arm, arm_source(plan, arm), chosen[arm]))
-    for seed in range(FLAGS.seeds):  # the budget series at N = 1,000, and the diagnostic
+    # the budget series at N = 1,000, and the diagnostic
+    for seed in seeds if FLAGS.diagnostic else ():
         for name, p in plan.items():
             if p["objective"] in arms and name != largest(plan, p["objective"]):
                 h = chosen[p["objective"]]
