@@ -88,6 +88,8 @@ def summarise(results, pretraining, selection, plan, reps: int, dev_size: int) -
                     "mean": float(np.mean([cell[s]["accuracy"] for s in seeds])),
                     "ci95": mean_interval(matrix(cell, seeds), reps),
                 }
+        if not arms[arm]["by_label_count"]:  # planned, not fine-tuned (a partial report)
+            del arms[arm]
     pairs = [("electra", "random_init"), ("mlm", "random_init"), ("electra", "mlm")]
     for a, b in pairs:
         if a not in arms or b not in arms:
@@ -160,11 +162,10 @@ def markdown(full: Dict[str, Any]) -> str:
         h = r.get("heldout") or {}
         vs = r.get("vs_random_init")
         shown = f"{vs['mean_diff']:+.2f} {_ci(vs['ci95'])}" if vs else ""
-        mlm_acc = h.get("masked_lm_accuracy", float("nan"))
-        auc = h.get("disc_auc", float("nan"))
-        lines.append(
-            f"| {r['run']} | {r['train_flops_real']:.2e} | {mlm_acc:.3f} | {auc:.3f} | {shown} |"
+        mlm_acc, auc = (
+            f"{h[k]:.3f}" if k in h else "—" for k in ("masked_lm_accuracy", "disc_auc")
         )
+        lines.append(f"| {r['run']} | {r['train_flops_real']:.2e} | {mlm_acc} | {auc} | {shown} |")
     for k, d in full["diagnostics"].items():
         lines.append(f"\n{k}: {d['mean_diff']:+.2f} {_ci(d['ci95'])} ({d['seeds']} seeds)")
     lines += ["", f"Chosen fine-tuning hparams (grid on the validation split, N = "
