@@ -23,12 +23,14 @@ import time
 import tensorflow as tf
 from absl import app, flags
 
-from electra_tf import pretraining_data, tokenization
+from electra_tf import data_layout, pretraining_data, tokenization
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", os.path.join(REPO, "data/corpus/enwiki_sample.txt"), "Corpus file.")
-flags.DEFINE_string("vocab_file", os.path.join(REPO, "data/vocab/vocab.txt"), "Vocab file.")
+flags.DEFINE_string(
+    "vocab_file", data_layout.vocab_file(os.path.join(REPO, "data", "vocab")), "Vocab file."
+)
 flags.DEFINE_integer("max_seq_length", 128, "Example length.")
 flags.DEFINE_integer("num_out_files", 8, "Output shards.")
 

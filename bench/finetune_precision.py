@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from electra_tf import data_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENCODER = os.path.join(REPO, "experiments", "checkpoints", "pt_electra_1e14")
 MOVIES = os.path.join(REPO, "data", "movie_sentiment")
@@ -45,7 +47,7 @@ def task_dir(root: str, labels: int) -> str:
     with open(os.path.join(MOVIES, "train.tsv"), encoding="utf-8") as f:
         header, *rows = [line for line in f.read().splitlines() if line.strip()]
     random.Random(0).shuffle(rows)
-    task = os.path.join(root, "finetuning_data", "sst")
+    task = data_layout.finetuning_data_dir(root, "sst")
     os.makedirs(task)
     with open(os.path.join(task, "train.tsv"), "w", encoding="utf-8") as f:
         f.write("\n".join([header, *rows[:labels]]) + "\n")
@@ -64,7 +66,7 @@ def finetune(data_dir: str, precision: str, seed: int) -> float:
     )  # fmt: skip
     if p.returncode:
         sys.exit(f"error: {name}: run_finetuning.py failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    results = os.path.join(data_dir, "models", name, "results", "sst.json")
+    results = os.path.join(data_layout.model_dir(data_dir, name), "results", "sst.json")
     with open(results, encoding="utf-8") as f:
         accuracy = json.load(f)["trials"][0]["dev"]["accuracy"]
     print(f"{precision} seed {seed}: {accuracy:.2f} ({time.time() - t:.0f} s)", flush=True)

@@ -66,6 +66,7 @@ def synthetic(tf, batch, length, vocab=30522, seed=0):
 
 
 def pretrain_case(tf, tmp, size, batch, length, precision, steps, tiny):
+    from electra_tf import data_layout
     from electra_tf.pretraining_config import PretrainingConfig
     from electra_tf.train import Trainer
 
@@ -75,7 +76,7 @@ def pretrain_case(tf, tmp, size, batch, length, precision, steps, tiny):
         max_seq_length=length,
         precision=precision,
         jit_compile=False if tiny else "auto",  # tiny: compiling would dominate the run
-        vocab_file=os.path.join(REPO, "data", "vocab", "vocab.txt"),
+        vocab_file=data_layout.vocab_file(os.path.join(REPO, "data", "vocab")),
         model_dir=os.path.join(tmp, f"pretrain_{size}"),
         distribution="one_device",
     )

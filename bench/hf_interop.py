@@ -96,12 +96,12 @@ def our_checkpoint(directory: str) -> str:
     """A tiny pretraining run directory of this project with random weights."""
     import tensorflow as tf
 
-    from electra_tf import run_dir
+    from electra_tf import data_layout, run_dir
     from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
     from electra_tf.vocab import read_vocab, special_token_ids
 
-    vocab = os.path.join(REPO, "data", "vocab", "vocab.txt")
+    vocab = data_layout.vocab_file(os.path.join(REPO, "data", "vocab"))
     hparams = dict(
         model_size="small",
         embedding_size=16,
@@ -121,7 +121,7 @@ def our_checkpoint(directory: str) -> str:
     disc, gen = config.model_configs(len(tokens))
     run.write_config(run_dir.PRETRAINING, config.to_flat(), disc, gen)
     run.copy_vocab(vocab)
-    tf.train.Checkpoint(model=model).save(os.path.join(directory, "ckpt"))
+    tf.train.Checkpoint(model=model).save(os.path.join(directory, data_layout.CHECKPOINT_NAME))
     return directory
 
 

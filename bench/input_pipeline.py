@@ -25,10 +25,14 @@ import time
 
 from absl import app, flags
 
+from electra_tf import data_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", os.path.join(REPO, "data/corpus/enwiki_sample.txt"), "Corpus.")
-flags.DEFINE_string("vocab_file", os.path.join(REPO, "data/vocab/vocab.txt"), "Vocab file.")
+flags.DEFINE_string(
+    "vocab_file", data_layout.vocab_file(os.path.join(REPO, "data", "vocab")), "Vocab file."
+)
 flags.DEFINE_integer("batch_size", 32, "Examples per batch.")
 flags.DEFINE_integer("seq_len", 128, "max_seq_length.")
 flags.DEFINE_float("seconds", 10.0, "How long to pull batches.")

@@ -83,10 +83,10 @@ def main() -> None:
     from test_checkpoints import VOCAB
     from test_keras_hub import BACKBONE, keras_hub_pack
 
-    from electra_tf import loading
+    from electra_tf import data_layout, loading
 
     rows, warned, failed = [], [], False
-    vocab_file = os.path.join(work, "vocab.txt")
+    vocab_file = data_layout.vocab_file(work)
     with open(vocab_file, "w") as f:
         f.writelines(t + "\n" for t in VOCAB)
     keras.utils.set_random_seed(1)
@@ -136,7 +136,7 @@ def main() -> None:
             f"--model_name={act}",
             f"--hparams={json.dumps(hparams)}",
         )
-        run = os.path.join(data, "models", act)
+        run = data_layout.model_dir(data, act)
         out_dir = os.path.join(work, f"run_{act}")
         p = script(
             "export_model.py",

@@ -39,13 +39,13 @@ flags.DEFINE_string("data_dir", None, "Internal: the worker's data dir.")
 
 
 def build_data(tmp: str, recipe: dict) -> str:
-    from electra_tf import pretraining_data
+    from electra_tf import data_layout, pretraining_data
 
     data_dir = os.path.join(tmp, "data")
     pretraining_data.build_dataset(
         os.path.join(REPO, "data", "corpus"),
         os.path.join(REPO, recipe["vocab_file"]),
-        os.path.join(data_dir, "pretrain_tfrecords"),
+        data_layout.tfrecord_dir(data_dir),
         max_seq_length=recipe["max_seq_length"],
         num_processes=2,
         num_out_files=4,

@@ -12,6 +12,8 @@ from types import SimpleNamespace
 
 from absl import flags
 
+from electra_tf import data_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_size", "small", "small | base | large")
@@ -37,7 +39,9 @@ flags.DEFINE_float("peak_flops", None, "Peak FLOP/s for MFU (default: as run_pre
 flags.DEFINE_enum("data", "synthetic", ["synthetic", "corpus"], "Where batches come from.")
 flags.DEFINE_enum("peer", "", ["", "hf"], "Also run the step in this framework.")
 flags.DEFINE_string("peer_python", "/work/venv-bench/bin/python", "Python with torch+transformers.")
-flags.DEFINE_string("vocab_file", os.path.join(REPO, "data/vocab/vocab.txt"), "Vocab file.")
+flags.DEFINE_string(
+    "vocab_file", data_layout.vocab_file(os.path.join(REPO, "data", "vocab")), "Vocab file."
+)
 flags.DEFINE_string("corpus", os.path.join(REPO, "data/corpus/enwiki_sample.txt"), "--data=corpus")
 
 
@@ -70,7 +74,7 @@ def build_runner(tmp, tf):
         generator_hidden_size=FLAGS.generator_hidden_size,
         vocab_file=FLAGS.vocab_file,
         model_dir=os.path.join(tmp, "model"),
-        pretrain_tfrecords=os.path.join(tmp, "tfrecords", "pretrain_data.tfrecord*"),
+        pretrain_tfrecords=data_layout.tfrecord_glob(os.path.join(tmp, "tfrecords")),
         distribution="one_device",
         peak_flops=FLAGS.peak_flops,
         log_every_steps=10**9,

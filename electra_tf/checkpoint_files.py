@@ -16,9 +16,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from electra_tf.data_layout import CHECKPOINT_NAME, step_checkpoint
 from electra_tf.errors import UserError, disk_full_error, is_disk_full, tf_message
 
-CHECKPOINT_NAME = "ckpt"  # tf.train.CheckpointManager's prefix: DIR/ckpt-STEP.index, .data-*
 # a checkpoint's files: PREFIX.index, PREFIX.data-I-of-N (PREFIX: ckpt-STEP, or any name, e.g.
 # the "ckpt" of a kept fine-tuned model, "model.ckpt-1000000" of an original release)
 _FILE = re.compile(r"^(.+)\.(index|data-\d{5}-of-\d{5})$")
@@ -162,7 +162,7 @@ def save(manager: tf.train.CheckpointManager, number: int) -> str:
     """`manager.save` at step `number`; a disk that fills up (or a file-size limit) is a
     `UserError` naming the checkpoint, after its partial files are removed: the previous
     checkpoints are untouched (CheckpointManager deletes old ones only after a save)."""
-    prefix = os.path.join(manager.directory, f"{CHECKPOINT_NAME}-{number}")
+    prefix = step_checkpoint(manager.directory, number)
     existed = tf.io.gfile.exists(prefix + ".index") and checkpoint_problem(prefix) is None
     try:
         return manager.save(checkpoint_number=number, check_interval=False)

@@ -5,7 +5,8 @@
       pretrain_tfrecords/            TFRECORD_DIR: pretrain_data.tfrecord-I-of-N shards
                                      (TFRECORD_PREFIX), dataset_info.json, token_counts.txt
       finetuning_data/TASK/          FINETUNING_DATA_DIR: a task's train/dev/test files
-      models/MODEL_NAME/             MODELS_DIR: a run's directory (`electra_tf.run_dir`)
+      models/MODEL_NAME/             MODELS_DIR: a run's directory (`electra_tf.run_dir`), its
+                                     checkpoints ckpt-STEP (CHECKPOINT_NAME, `step_checkpoint`)
 
 No dependencies (the scripts import it before TensorFlow); `tests/test_architecture.py` fails
 when another module spells these names.
@@ -26,6 +27,9 @@ MODELS_DIR = "models"
 DATASET_INFO_FILE = "dataset_info.json"
 TOKEN_COUNTS_FILE = "token_counts.txt"
 BUILD_MARKER = ".build_incomplete"  # a build started and has not finished
+# a run's checkpoints: DIR/ckpt-STEP.index, .data-* (tf.train.CheckpointManager's prefix); a
+# kept fine-tuned model's directory holds one, DIR/ckpt
+CHECKPOINT_NAME = "ckpt"
 
 
 def vocab_file(data_dir: str) -> str:
@@ -48,6 +52,11 @@ def tfrecord_pattern(data_dir: str) -> str:
 
 def finetuning_data_dir(data_dir: str, task_name: str) -> str:
     return os.path.join(data_dir, FINETUNING_DATA_DIR, task_name)
+
+
+def step_checkpoint(directory: str, step: int) -> str:
+    """The prefix of a run's checkpoint at `step`."""
+    return os.path.join(directory, f"{CHECKPOINT_NAME}-{step}")
 
 
 def model_dir(data_dir: str, model_name: str) -> str:

@@ -65,10 +65,15 @@ MODEL = "model"  # a bare BERT JSON model config (an original release)
 HUGGINGFACE = "huggingface"  # a Hugging Face config.json (it has a `model_type`)
 KERAS_HUB = "keras_hub"  # a keras-hub preset's config.json (it has a `class_name`)
 KINDS = (PRETRAINING, FINETUNING, MODEL, HUGGINGFACE, KERAS_HUB)
-KEPT_CHECKPOINT = "ckpt"  # the checkpoint prefix inside a kept fine-tuned model's directory
+KEPT_CHECKPOINT = data_layout.CHECKPOINT_NAME  # the prefix inside a kept fine-tuned model's dir
 LOCK_FILE = "run.lock"
 # what a run's config.json holds beside the flat hparams
 _RUN_KEYS = ("kind", "model_config", "generator_config", "num_replicas", "flops_per_step")
+
+
+def worker_scratch_dir(checkpoint_dir: str, task_type: str, task_id: int) -> str:
+    """A non-chief worker's copy of a fine-tuning trial's checkpoints (removed at its end)."""
+    return f"{checkpoint_dir}_scratch_{task_type}_{task_id}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +311,22 @@ class RunDirectory:
 
     def finetuning_state_path(self, task_names: Sequence[str], random_init: bool = False) -> str:
         return os.path.join(self.results_dir(random_init), f"{'_'.join(task_names)}_trials.json")
+
+    @staticmethod
+    def set_aside_path(state_path: str) -> str:
+        """Where a fine-tuning record of another config is moved (TASKS_trials.other_run.json)."""
+        return state_path[: -len(".json")] + ".other_run.json"
+
+    def task_lock_path(self, task_name: str, random_init: bool = False) -> str:
+        """The lock of one task's fine-tuning in this directory (its results and kept models)."""
+        suffix = "_random_init" if random_init else ""
+        return os.path.join(self.path, f"finetuning_{task_name}{suffix}.lock")
+
+    @staticmethod
+    def predictions_name(task: str, split: str, trial: int, what="predictions", ext=".tsv") -> str:
+        """TASK_SPLIT_predictions.tsv of trial 1, ..._trialT.tsv of trial T (`what`: QA's null_odds)."""
+        suffix = "" if trial == 1 else f"_trial{trial}"
+        return f"{task}_{split}_{what}{suffix}{ext}"
 
     def trial_checkpoint_dir(self, task_names: Sequence[str], trial: int, random_init=False) -> str:
         return self._trial("finetuning_checkpoints", task_names, "trial", trial, random_init)

@@ -246,11 +246,11 @@ def pretrain(data_dir: str, recipe, objective: str, p: Dict[str, Any]) -> Dict[s
         if os.path.exists(cache):
             metrics = read_json(cache)
         else:
-            prefix = os.path.join(model_dir, f"ckpt-{step}")
+            prefix = data_layout.step_checkpoint(model_dir, step)
             metrics = trainer.evaluate(tfrecords=heldout_shard, checkpoint=prefix)
             metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
             write_json(cache, metrics)
-        points[budget] = {"step": step, "checkpoint": os.path.join(model_dir, f"ckpt-{step}"),
+        points[budget] = {"step": step, "checkpoint": data_layout.step_checkpoint(model_dir, step),
                           "heldout": metrics}  # fmt: skip
     return {"seconds": seconds, "points": points}
 

@@ -27,6 +27,7 @@ biases are not 1 and 0. Models (vocab = VOCAB's size, max_position_embeddings 64
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 import torch
@@ -39,6 +40,10 @@ from transformers import (
 )
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # electra_tf.data_layout (no dependencies) in the peer's environment
+
+from electra_tf import data_layout  # noqa: E402
+
 SENTENCES = [
     ("The quick brown fox jumps over the lazy dog.", None),
     ("ELECTRA trains a discriminator.", "It detects replaced tokens!"),
@@ -117,7 +122,7 @@ def perturb(model, seed: int) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--vocab", default=os.path.join(REPO, "data", "vocab", "vocab.txt"))
+    p.add_argument("--vocab", default=data_layout.vocab_file(os.path.join(REPO, "data", "vocab")))
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)

@@ -44,6 +44,7 @@ from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data.tfrecord_check import scan_shard
 from electra_tf.run_lock import RunLock
+from electra_tf.train.checkpointing import CheckpointKeeper
 from electra_tf.train.inputs import input_files
 
 STEP_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.naninf+-]+)", re.M)
@@ -194,6 +195,28 @@ def test_a_broken_newest_checkpoint_is_skipped_for_the_newest_complete_one(tmp_p
     # a flipped byte, which only reading finds)
     if how != "flipped data byte":
         assert run_dir.find_checkpoint(directory) == os.path.join(directory, "ckpt-4")
+
+
+def test_the_loops_checkpoint_keeper_untracks_only_its_own_broken_checkpoints(tmp_path):
+    """Both training loops' `CheckpointKeeper`: resuming past a broken newest checkpoint in its
+    own directory stops counting it; resuming from another directory (a non-chief worker, from
+    the chief's) leaves that directory's state file as it was."""
+    chief, scratch = str(tmp_path / "chief"), str(tmp_path / "scratch")
+    _three_checkpoints(chief)
+    _damage(os.path.join(chief, "ckpt-6"), "deleted data")
+    state = os.path.join(chief, "checkpoint")
+    before = read(state)
+    v, step = tf.Variable(np.zeros(1000, np.float32)), tf.Variable(0, dtype=tf.int64)
+    worker = CheckpointKeeper({"v": v}, step, scratch, restore_from=chief, max_to_keep=2)
+    assert worker.restore_latest(lambda m: None) == os.path.join(chief, "ckpt-4")
+    assert v.numpy()[0] == 4.0 and read(state) == before and worker.latest is None
+    own = CheckpointKeeper({"v": v}, step, chief, max_to_keep=2)
+    assert own.restore_latest(lambda m: None) == os.path.join(chief, "ckpt-4")
+    assert own.manager.checkpoints == [os.path.join(chief, f"ckpt-{s}") for s in (2, 4)]
+    step.assign(8)
+    assert own.save() == os.path.join(chief, "ckpt-8")
+    assert own.manager.checkpoints == [os.path.join(chief, f"ckpt-{s}") for s in (4, 8)]
+    assert not os.path.exists(os.path.join(chief, "ckpt-2.index"))  # two kept: the oldest went
 
 
 def test_all_checkpoints_broken_is_an_error_not_a_fresh_start(tmp_path):

@@ -15,6 +15,8 @@ from electra_tf.errors import UserError
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import build_model
+from electra_tf.finetune.qa import metrics as qa_metrics
+from electra_tf.finetune.qa import reader as qa_reader
 from electra_tf.finetune.runner import run_finetuning
 from electra_tf.finetune.tagging.scorer import span_prf
 from electra_tf.model_config import ModelConfig
@@ -325,3 +327,24 @@ def test_cli_unknown_hparam_is_one_line(tmp_path):
     err = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
     assert len(err) == 1 and "lerning_rate" in err[0] and "valid keys" in err[0]
     assert not os.path.exists(tmp_path / "models")
+
+
+def test_qa_prediction_files_are_each_trials_own(tmp_path):
+    """SQuAD's official-format predictions: one file per trial (suffixed as the TSVs), written
+    with the results once every trial has finished; each holds its trial's answers (its TSV's)
+    and scores what that trial reported."""
+    make_run_dir(tmp_path, squad=True)
+    hp = {**HPARAMS, "task_names": ["squadv1"], "num_trials": 2, "log_every_steps": 100}
+    out = run_finetuning(FinetuningConfig("tiny", str(tmp_path), **hp))
+    results = tmp_path / "models" / "tiny" / "results"
+    gold = qa_reader.load_squad_json(str(tmp_path / "finetuning_data" / "squadv1" / "dev.json"))
+    answers = []
+    for trial, suffix in ((1, ""), (2, "_trial2")):
+        preds = json.loads(read(results / f"squadv1_dev_predictions{suffix}.json"))
+        tsv = read(results / f"squadv1_dev_predictions{suffix}.tsv").splitlines()[1:]
+        assert list(preds.items()) == [tuple(line.split("\t", 1)) for line in tsv]
+        reported = out["squadv1"]["trials"][trial - 1]["dev"]
+        for k, v in qa_metrics.squad_v1_evaluate(gold, preds).items():
+            assert reported[k] == pytest.approx(v), k
+        answers.append(preds)
+    assert answers[0] != answers[1]  # the trials differ, so a file of the wrong trial would fail

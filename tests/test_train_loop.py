@@ -33,6 +33,15 @@ def test_jit_rule(monkeypatch):
     assert devices.choose_jit_compile("auto")[0] is True
     monkeypatch.setattr(devices, "accelerator_name", lambda: "NVIDIA H200")
     assert devices.choose_jit_compile("auto") == (True, "auto: XLA on NVIDIA H200")
+    # fine-tuning's trials (their steps given): XLA from 300 steps, on a CPU too
+    monkeypatch.setattr(devices, "cpu_info", lambda: ("AMD EPYC 9B14", zen4))
+    monkeypatch.setattr(devices, "accelerator_name", lambda: None)
+    assert devices.choose_jit_compile("auto", 300) == (
+        True, "auto: 300 steps, at least the 300 where XLA pays")  # fmt: skip
+    assert devices.choose_jit_compile(None, 300)[0] is True  # None: configs from before "auto"
+    assert devices.choose_jit_compile("auto", 299) == (
+        False, "auto: 299 steps, fewer than the 300 where XLA pays")  # fmt: skip
+    assert devices.choose_jit_compile(True, 10) == (True, "jit_compile=true was set")
 
 
 def test_peak_flops_from_override_table_and_cache(monkeypatch, tmp_path):

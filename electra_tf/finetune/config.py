@@ -21,7 +21,7 @@ task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
@@ -82,7 +82,11 @@ class OptimizationHparams:
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
     clip_norm: float = hparam(1.0, help="gradient global-norm clip")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
-    jit_compile: Optional[bool] = hparam(None, help="None: XLA when training runs >= 300 steps")
+    # "auto" (or None, as configs written before it): XLA for a trial of at least
+    # devices.MIN_XLA_STEPS (300) steps (`electra_tf.train.devices.choose_jit_compile`)
+    jit_compile: Union[bool, Literal["auto"], None] = hparam(
+        "auto", help="XLA-compile the step; auto: for trials of >= 300 steps"
+    )
     log_every_steps: int = hparam(10, help="steps between progress lines")
 
 

@@ -200,6 +200,7 @@ def _train_and_score(
     trial_results: dict[str, list[dict[str, dict[str, float]]]] = {t.name: [] for t in tasks}
     trial_info: list[dict[str, Any]] = []
     predictions: dict[str, list[tuple[str, list]]] = {}
+    files: dict[str, Any] = {}
     label_counts: dict[str, list[dict[str, Any]]] = {t.name: [] for t in tasks}
     chief = ReplicaLayout.of(strategy).is_chief
     record = TrialRecord(config, checkpoint, log, writer=chief)
@@ -216,6 +217,7 @@ def _train_and_score(
                 label_counts[t.name].append(done["counts"][t.name])
         trial_info.append(done["info"])
         predictions.update({k: [tuple(p) for p in v] for k, v in done["predictions"].items()})
+        files.update(done.get("files", {}))  # a record from before they were kept: none
 
     # everything succeeded: write (each file atomically; the chief)
     out = {}
@@ -239,6 +241,8 @@ def _train_and_score(
         return out
     for filename, preds in predictions.items():
         config.run.write_predictions(filename, preds, config.random_init)
+    for filename, obj in files.items():
+        config.run.write_qa_predictions(filename, obj, config.random_init)
     record.finish()
     log(f"results written to {config.results_dir}")
     return out
@@ -284,6 +288,7 @@ def run_trial(
     per_task: dict[str, dict[str, dict[str, float]]] = {t.name: {} for t in tasks}
     counts: dict[str, dict[str, Any]] = {t.name: {} for t in tasks}
     predictions: dict[str, list[list[str]]] = {}
+    files: dict[str, Any] = {}  # the scorers' other files (QA's official-format predictions)
     # partials, not lambdas: TensorFlow counts traces per code object, so one lambda traced
     # once per trial would set off its "excessive retracing" warning from the fifth trial
     fns = {
@@ -310,8 +315,10 @@ def run_trial(
                     + ", ".join(f"{k}: {v}" for k, v in c["gold"].items())
                     + f" (always answering {label} scores {acc:.2f})"
                 )
-        suffix = "" if trial == 1 else f"_trial{trial}"
-        predictions[f"{task.name}_{split}_predictions{suffix}.tsv"] = [
-            [f"{eid}", f"{p}"] for eid, p in preds
-        ]
-    return {"info": info, "per_task": per_task, "counts": counts, "predictions": predictions}
+        name = run_dir.RunDirectory.predictions_name(task.name, split, trial)
+        predictions[name] = [[f"{eid}", f"{p}"] for eid, p in preds]
+        for what, obj in scorer.prediction_files().items():
+            name = run_dir.RunDirectory.predictions_name(task.name, split, trial, what, ".json")
+            files[name] = obj
+    return {"info": info, "per_task": per_task, "counts": counts, "predictions": predictions,
+            "files": files}  # fmt: skip

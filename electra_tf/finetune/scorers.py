@@ -95,6 +95,11 @@ class Scorer:
     def predictions(self) -> list[tuple[Any, str]]:
         raise NotImplementedError
 
+    def prediction_files(self) -> dict[str, Any]:
+        """JSON files beside the `id<TAB>prediction` TSV, by kind (`RunDirectory.predictions_name`
+        names them), written into the results directory with the results; none by default."""
+        return {}
+
     def label_counts(self) -> Optional[dict[str, dict[str, int]]]:
         """Gold and predicted label counts, for the kinds that predict labels (else None)."""
         return None

@@ -21,7 +21,6 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import checkpoint_files
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import Features, pad_rows
@@ -34,8 +33,12 @@ from electra_tf.optimization import (
     layerwise_lr_multipliers,
     make_optimizer,
 )
+from electra_tf.run_dir import worker_scratch_dir
+from electra_tf.train.checkpointing import CheckpointKeeper
+from electra_tf.train.devices import choose_jit_compile
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
+from electra_tf.train.progress import fmt_time
 from electra_tf.train.step import TrainStep, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout
 
@@ -137,23 +140,14 @@ def train(
                    seconds=seconds, rng_states=rng_states)  # fmt: skip
     if loss_scale.enabled:  # only then: float32 checkpoints keep their contents
         tracked["loss_scale"] = loss_scale
-    state = tf.train.Checkpoint(**tracked)
-    manager = None
-    if checkpoint_dir is not None:
-        save_dir = checkpoint_dir
-        if not layout.is_chief:  # every worker saves (collectives); only the chief's is kept
-            save_dir = f"{checkpoint_dir}_scratch_{layout.task_type}_{layout.task_id}"
-        manager = tf.train.CheckpointManager(
-            state, save_dir, KEEP_CHECKPOINTS, checkpoint_name=checkpoint_files.CHECKPOINT_NAME
-        )
-        found, _ = checkpoint_files.restore_newest(
-            checkpoint_dir,
-            manager.checkpoints if layout.is_chief else (),
-            lambda p: state.restore(p).assert_existing_objects_matched(),
-            log,
-        )
-        if found:
-            log(f"trial {trial}: resumed from {found} at step {int(step.numpy())}")
+    save_dir = checkpoint_dir
+    if checkpoint_dir is not None and not layout.is_chief:
+        # every worker saves (collectives); only the chief's is kept
+        save_dir = worker_scratch_dir(checkpoint_dir, layout.task_type, layout.task_id)
+    keeper = CheckpointKeeper(tracked, step, save_dir, checkpoint_dir, KEEP_CHECKPOINTS)
+    found = keeper.restore_latest(log)
+    if found:
+        log(f"trial {trial}: resumed from {found} at step {int(step.numpy())}")
     start_step = int(step.numpy())
     n = len(train_features["input_ids"])
 
@@ -168,7 +162,7 @@ def train(
     # stateless dropout where a step must replay (deterministic) or replicas and micro-batches
     # need seeds of their own; else the layers' own generators, as before
     stateless = (config.deterministic and seed is not None) or layout.num_replicas * accum > 1
-    jit = steps >= 300 if config.jit_compile is None else bool(config.jit_compile)
+    jit, jit_reason = choose_jit_compile(config.jit_compile, steps)
     train_fn = TrainStep(
         model,
         optimizer,
@@ -184,7 +178,7 @@ def train(
     ).function()
     log(
         f"trial {trial}: global batch {batch} on {layout.num_replicas} replica(s) x {accum} "
-        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'}"
+        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'} ({jit_reason})"
     )
     start = last_t = time.time()
     before = float(seconds.numpy())
@@ -197,7 +191,7 @@ def train(
         values = [float(x) for x in losses]
         for i, v in enumerate(values):
             if not np.isfinite(v):
-                kept = manager.latest_checkpoint if manager else None
+                kept = keeper.latest
                 raise UserError(
                     f"trial {trial}: non-finite loss ({v}) at step {done - len(values) + i + 1}; "
                     f"the last good checkpoint is {kept or 'none'} (kept): lower the "
@@ -206,9 +200,9 @@ def train(
         losses.clear()
         return values
 
-    def save(done: int) -> None:
+    def save() -> None:
         seconds.assign(before + time.time() - start)
-        checkpoint_files.save(manager, done)
+        keeper.save()
 
     s, compiled = start_step, False
     with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
@@ -218,28 +212,34 @@ def train(
             if compiled:
                 k = steps_in_call(s, steps, config.iterations_per_loop, every, save_every)
             _, call_losses = train_fn(iterators, tf.constant(k, tf.int32))
-            compiled = True
             losses.extend(call_losses.numpy().tolist())
             s += k
+            if not compiled:  # speed is measured from here: the first call traced (and compiled)
+                log(f"trial {trial}: compiled and ran the first step in {time.time() - start:.1f}s")
+                compiled, last_t, last_step = True, time.time(), s
             if s % every == 0 or s == steps:
                 recent = check(s)
                 now = time.time()
-                log(
-                    f"step {s}/{steps}  loss {np.mean(recent):.4f}  "
-                    f"{(s - last_step) / max(now - last_t, 1e-9):.2f} steps/s"
-                )
+                line = f"step {s}/{steps}  loss {np.mean(recent):.4f}"
+                if s > last_step:
+                    rate = (s - last_step) / max(now - last_t, 1e-9)
+                    line += (f"  {rate:.2f} steps/s  {rate * batch:.1f} examples/s  "
+                             f"ETA {fmt_time((steps - s) / rate)}")  # fmt: skip
+                log(line)
                 last_t, last_step = now, s
             due = s % save_every == 0 and s < steps
-            if manager is not None and (due or stop.received is not None):
+            if keeper.manager is not None and (due or stop.received is not None):
                 check(s)
-                save(s)
+                save()
             if stop.received is not None:
-                saved = f"saved a checkpoint at step {s}" if manager else f"stopped at step {s}"
+                saved = (
+                    f"saved a checkpoint at step {s}" if keeper.manager else f"stopped at step {s}"
+                )
                 log(f"trial {trial}: received signal {stop.received}: {saved}")
                 raise SystemExit(128 + int(stop.received))
     seconds.assign(before + time.time() - start)
-    if manager is not None and not layout.is_chief:
-        tf.io.gfile.rmtree(manager.directory)
+    if keeper.manager is not None and not layout.is_chief:
+        tf.io.gfile.rmtree(keeper.manager.directory)
     return {"train_steps": steps, "train_seconds": float(seconds.numpy())}
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json, write_json
+from electra_tf.run_dir import RunDirectory
 from electra_tf.run_lock import RunLock
 
 # keys that may change between the first command and its re-run
@@ -73,7 +74,7 @@ class TrialRecord:
                         f"{self.path}: trial(s) {', '.join(sorted(self.trials, key=int))} already done"
                     )
             else:
-                aside = self.path[: -len(".json")] + ".other_run.json"
+                aside = RunDirectory.set_aside_path(self.path)
                 os.replace(self.path, aside)
                 log(
                     f"{self.path}: recorded by a run with another config or checkpoint: its "
@@ -147,7 +148,7 @@ def lock_tasks(config, log: Callable[[str], None] = print) -> contextlib.ExitSta
     suffix = "_random_init" if config.random_init else ""
     try:
         for name in sorted(set(config.task_names)):
-            path = os.path.join(config.run.path, f"finetuning_{name}{suffix}.lock")
+            path = config.run.task_lock_path(name, config.random_init)
             what = f"run directory's {name}{suffix.replace('_', ' ')} fine-tuning"
             stack.enter_context(RunLock.acquire(path, what, log))
     except BaseException:

@@ -6,7 +6,8 @@ denominator).
 was faster on AMD Zen 3 (AVX2), equal within noise on Intel Ice Lake (AVX-512, no bfloat16),
 slower on AMD Zen 4 (AVX-512 with AVX512_BF16), where oneDNN's kernels beat XLA-CPU's code; on
 GPUs and TPUs XLA is the fast path. So: accelerators and CPUs without AVX512_BF16/AMX use XLA,
-the others do not.
+the others do not. Fine-tuning's trials (another workload: measured separately) use XLA from
+MIN_XLA_STEPS steps on every device.
 
 The peak comes from a table for known accelerators (dense tensor-core / MXU figures of the
 vendors' data sheets) or, on a CPU, from a matmul benchmark measured once and cached per CPU
@@ -64,11 +65,22 @@ def accelerator_name() -> Optional[str]:
     return details.get("device_name", "GPU")
 
 
-def choose_jit_compile(setting) -> Tuple[bool, str]:
-    """(use XLA, why) for the `jit_compile` hparam: True/False as set, or "auto" by the rule of
-    this module's docstring."""
+# fine-tuning's "auto": XLA from this many training steps in a trial, on every device (its
+# compile, tens of seconds, pays back from there; measured not slower on the Zen 4 where
+# pretraining's step is: docs/PERFORMANCE.md)
+MIN_XLA_STEPS = 300
+
+
+def choose_jit_compile(setting, steps: Optional[int] = None) -> Tuple[bool, str]:
+    """(use XLA, why) for the `jit_compile` hparam: True/False as set, or "auto" (None too):
+    for pretraining (no `steps`) the rule of this module's docstring, for a fine-tuning trial
+    of `steps` steps XLA from MIN_XLA_STEPS."""
     if isinstance(setting, bool):
         return setting, f"jit_compile={str(setting).lower()} was set"
+    if steps is not None:
+        if steps < MIN_XLA_STEPS:
+            return False, f"auto: {steps} steps, fewer than the {MIN_XLA_STEPS} where XLA pays"
+        return True, f"auto: {steps} steps, at least the {MIN_XLA_STEPS} where XLA pays"
     device = accelerator_name()
     if device is not None:
         return True, f"auto: XLA on {device}"

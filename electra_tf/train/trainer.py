@@ -25,7 +25,7 @@ from electra_tf.modeling import builders
 from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train import devices, two_stage
-from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start
+from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start_and_log
 from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
@@ -188,7 +188,7 @@ class Trainer:
         if resumed:
             log(f"resumed from {resumed} at step {int(self.step.numpy())}")
         elif c.paths.init_checkpoint:
-            warm_start(self.model, c.paths.init_checkpoint, log)
+            warm_start_and_log(self.model, c.paths.init_checkpoint, log)
         start_step = int(self.step.numpy())
         last_step = c.optimizer.num_train_steps
         if start_step >= last_step:

@@ -1,6 +1,7 @@
 """The QA dev scorer: decodes the head's beams into answers (`metrics.decode_predictions`),
-writes `<results>/<task>_<split>_predictions.json` (question id -> answer text) and, for SQuAD
-2.0, `<task>_<split>_null_odds.json`, and scores with the official scripts' reimplementation:
+gives `<task>_<split>_predictions.json` (question id -> answer text) and, for SQuAD 2.0,
+`<task>_<split>_null_odds.json` (written with the results, once every trial has finished), and
+scores with the official scripts' reimplementation:
 `exact_match, f1` (v1.1 / MRQA) or `exact, f1, total, HasAns_*, NoAns_*, best_*` (v2.0, with
 `na_prob_thresh = qa_na_threshold`).
 """
@@ -16,7 +17,7 @@ from electra_tf.finetune.task import split_path
 
 
 class QAScorer(Scorer):
-    """Decodes the head's outputs to answers, writes the prediction files, scores officially."""
+    """Decodes the head's outputs to answers, gives the prediction files, scores officially."""
 
     def __init__(self, task: Any, split: str, examples: list[qa_reader.QAExample]):
         super().__init__()
@@ -61,17 +62,17 @@ class QAScorer(Scorer):
         )
         return preds, null_odds
 
-    def write_predictions(self) -> tuple[dict[str, str], dict[str, float]]:
+    def prediction_files(self) -> dict[str, Any]:
+        """The official scripts' files, by kind: `predictions` (question id -> answer) and, for
+        SQuAD 2.0, `null_odds` (`<task>_<split>_<kind>.json`: `RunDirectory.predictions_name`)."""
         preds, null_odds = self.decode()
-        cfg = self.task.config
-        prefix = f"{self.task.name}_{self.split}"
-        cfg.run.write_qa_predictions(prefix + "_predictions.json", preds, cfg.random_init)
+        files: dict[str, Any] = {"predictions": preds}
         if self.task.v2:
-            cfg.run.write_qa_predictions(prefix + "_null_odds.json", null_odds, cfg.random_init)
-        return preds, null_odds
+            files["null_odds"] = null_odds
+        return files
 
     def get_results(self) -> dict[str, float]:
-        preds, null_odds = self.write_predictions()
+        preds, null_odds = self.decode()
         name, cfg = self.task.name, self.task.config
         path = split_path(cfg, name, self.task.split_file(self.split))
         if self.task.mrqa:

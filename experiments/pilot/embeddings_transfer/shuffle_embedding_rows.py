@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, REPO)
 
 from build_vocab import reserved_tokens  # noqa: E402
-from electra_tf import checkpoints, run_dir, vocab  # noqa: E402
+from electra_tf import checkpoints, data_layout, run_dir, vocab  # noqa: E402
 from electra_tf.modeling.encoder import TransformerEncoder  # noqa: E402
 
 
@@ -43,14 +43,16 @@ def main(src: str, out: str) -> None:
     checkpoints.restore_discriminator(encoder, src)
     table = encoder.embeddings.word_embeddings
     values = table.numpy()
-    first = first_learned_id(os.path.join(here, "vocab.txt"))
+    first = first_learned_id(data_layout.vocab_file(here))
     order = np.arange(values.shape[0])
     order[first:] = first + np.random.default_rng(0).permutation(values.shape[0] - first)
     table.assign(values[order])
     print(f"{table.path} {values.shape}: {int((order != np.arange(len(order))).sum())} rows moved")
     holder = tf.train.Checkpoint(encoder=encoder)
-    tf.train.Checkpoint(model=holder).write(os.path.join(out, "ckpt-shuffled"))
-    for name in ("config.json", "vocab.txt"):
+    tf.train.Checkpoint(model=holder).write(
+        os.path.join(out, f"{data_layout.CHECKPOINT_NAME}-shuffled")
+    )
+    for name in ("config.json", data_layout.VOCAB_FILE):
         shutil.copy(os.path.join(here, name), os.path.join(out, name))
 
 
