@@ -32,7 +32,6 @@ fine-tuning's accuracy and per-sentence correctness in `--runs_dir` (one JSON fi
 fine-tunings always start from that directory, so a run replays the same on every machine.
 """
 
-import functools
 import itertools
 import os
 import sys
@@ -50,10 +49,11 @@ for path in (REPO, HERE):
 import transfer_report  # noqa: E402
 import transfer_store  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
+from transfer_data import epochs_for, task_rows, write_sst_task  # noqa: E402
 
 from electra_tf import data_layout  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
-from electra_tf.io_utils import read_json, write_atomically, write_json  # noqa: E402
+from electra_tf.io_utils import read_json, write_json  # noqa: E402
 
 # The fine-tuning grid, the same for every arm: learning rate x layer-wise decay (1.0 = off).
 GRID = [{"learning_rate": lr, "layerwise_lr_decay": d}
@@ -150,40 +150,14 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
     return out
 
 
-@functools.lru_cache(maxsize=None)  # read once per process, however many runs ask
-def task_rows(movie_data: str, validation: int):
-    """(header, the pool the label subsets are drawn from, the validation rows, the dev rows)."""
-    with open(os.path.join(movie_data, "train.tsv"), encoding="utf-8") as f:
-        header, *rows = [line for line in f.read().splitlines() if line.strip()]
-    with open(os.path.join(movie_data, "dev.tsv"), encoding="utf-8") as f:
-        dev = [line for line in f.read().splitlines()[1:] if line.strip()]
-    return header, rows[:-validation], rows[-validation:], dev
-
-
-def label_subset(pool: List[str], n: Optional[int], seed: int) -> List[str]:
-    """The first n of seed's permutation of the pool (nested across n)."""
-    import numpy as np
-
-    order = np.random.default_rng(1000 + seed).permutation(len(pool))
-    return [pool[i] for i in order[: len(pool) if n is None else n]]
-
-
 def task_dir(work_dir: str, split: str, n_label: str, seed: int) -> str:
     """A fine-tuning DATA_DIR whose sst task trains on the seed's subset and scores on `split`
     (`validation` or `dev`)."""
-    header, pool, validation, dev = task_rows(FLAGS.movie_data, FLAGS.validation_split)
-    n = None if n_label == "all" else int(n_label)
-    if n is not None and n > len(pool):
-        raise UserError(f"--label_counts: {n} > the {len(pool)} training sentences")
     data_dir = os.path.join(work_dir, "finetune", split, f"n{n_label}_s{seed}")
-    task = data_layout.finetuning_data_dir(data_dir, "sst")
-    os.makedirs(task, exist_ok=True)
-    for name, rows in (("train", label_subset(pool, n, seed)),
-                       ("dev", validation if split == "validation" else dev)):  # fmt: skip
-        text = "\n".join([header, *rows]) + "\n"
-        path = os.path.join(task, f"{name}.tsv")
-        if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
-            write_atomically(path, lambda f, text=text: f.write(text))
+    try:
+        write_sst_task(data_dir, FLAGS.movie_data, split, n_label, seed, FLAGS.validation_split)
+    except ValueError as e:
+        raise UserError(f"--label_counts: {e}") from None
     return data_dir
 
 
@@ -253,7 +227,7 @@ def pretrain(data, recipe, plan) -> None:
 
 
 def final_checkpoint(data, name: str, p: Dict[str, Any]) -> str:
-    return os.path.join(data_layout.model_dir(data["data_dir"], name), f"ckpt-{p['steps']}")
+    return data_layout.step_checkpoint(data_layout.model_dir(data["data_dir"], name), p["steps"])
 
 
 def heldout_metrics(data, name: str) -> Optional[Dict[str, Any]]:
@@ -288,13 +262,6 @@ def encoder_dir(data, name: str, p: Dict[str, Any]) -> str:
 def largest(plan, objective: str) -> str:
     return max((n for n, p in plan.items() if p["objective"] == objective),
                key=lambda n: plan[n]["budget"])  # fmt: skip
-
-
-def epochs_for(n_label: str, pool_size: int, base_epochs: float) -> float:
-    """The recipe's epochs are for 1,000 labels; other counts get the same number of updates
-    (at least 2 epochs)."""
-    n = pool_size if n_label == "all" else int(n_label)
-    return max(2.0, base_epochs * 1000.0 / n)
 
 
 def run_hparams(run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
