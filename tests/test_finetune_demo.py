@@ -1,8 +1,7 @@
-"""The no-flag `run_finetuning.py` demo replays the in-domain transfer experiment's kept runs of
+"""The no-flag `run_finetuning.py` demo (`experiments/finetune_demo.py`) replays the in-domain transfer experiment's kept runs of
 seed 0 at 300 labels: the same 300 sentences and the same hparams as those runs' records."""
 
 import hashlib
-import importlib.util
 import os
 import sys
 
@@ -26,13 +25,10 @@ MOVIE = os.path.join(REPO, "data", "movie_sentiment")
 
 @pytest.fixture(scope="module")
 def demo():
-    """run_finetuning.py as a module (its absl flags are defined once, under this name)."""
-    spec = importlib.util.spec_from_file_location(
-        "run_finetuning_demo", os.path.join(REPO, "run_finetuning.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """experiments/finetune_demo.py (no flags of its own, unlike run_finetuning.py)."""
+    import finetune_demo
+
+    return finetune_demo
 
 
 @pytest.mark.parametrize("cell", sorted(TRAIN_SHA256))
@@ -65,8 +61,8 @@ def test_label_subsets_nest_and_scale_epochs():
 
 
 def test_demo_replays_the_kept_runs(demo):
-    runs = demo.demo_runs({})
-    assert [name for _, name, _ in runs] == [demo.KEPT_MODEL_NAME] * 2 + [demo.DEMO_MODEL_NAME]
+    runs = demo.demo_runs({}, "runs/demo", "electra_small_demo")
+    assert [name for _, name, _ in runs] == [demo.KEPT_MODEL_NAME] * 2 + ["electra_small_demo"]
     for (_, _, hparams), arm in zip(runs[:2], ("electra", "random_init")):
         record = read_json(
             os.path.join(
@@ -85,7 +81,10 @@ def test_demo_replays_the_kept_runs(demo):
         expected = {k: v for k, v in record["hparams"].items() if k != "log_every_steps"}
         assert {"random_init": False, **hparams} == expected  # False: the config's default
     # overrides reach every run
-    assert all(h["learning_rate"] == 5e-5 for _, _, h in demo.demo_runs({"learning_rate": 5e-5}))
+    assert all(
+        h["learning_rate"] == 5e-5
+        for _, _, h in demo.demo_runs({"learning_rate": 5e-5}, "runs/demo", "electra_small_demo")
+    )
 
 
 def test_demo_ends_with_the_experiments_paired_results(demo):

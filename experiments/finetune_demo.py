@@ -1,0 +1,119 @@
+"""The no-flag demo of `run_finetuning.py`: it replays the in-domain transfer experiment's runs of
+seed 0 at 300 labels (`transfer.py`): the kept 1e14 ELECTRA encoder with
+`recipes/finetune_movie.json`, the same shape from random weights with
+`recipes/finetune_movie_random_init.json`, and the demo's own pretrained model (run_pretraining.py's
+600 steps) with `finetune_movie.json`, each one seeded trial on the same 300 sentences, scored on
+the 1,250 dev sentences; then it prints the experiment's paired results there (its first 5 seeds,
+and its confirmation on 10 more): one seed is an example, not the evidence.
+
+No absl flags here (the script owns them), so that tests can import it.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import transfer_data  # noqa: E402
+
+from electra_tf import data_layout  # noqa: E402
+from electra_tf.io_utils import read_json  # noqa: E402
+
+# The demo replays the transfer experiment's runs of seed 0 at 300 labels (the default seed), and
+# prints the experiment's paired results there: one seed is an example, not the evidence.
+DEMO_LABELS = "300"
+DEMO_SEED = 0
+KEPT_ENCODER = os.path.join(HERE, "checkpoints", "pt_electra_1e14")
+RECIPES = {
+    "pretrained": os.path.join(HERE, "recipes", "finetune_movie.json"),
+    "random_init": os.path.join(HERE, "recipes", "finetune_movie_random_init.json"),
+}
+KEPT_MODEL_NAME = "movie_electra_1e14"
+BUNDLED_SST = os.path.join(REPO, "data", "movie_sentiment")
+SUMMARY = os.path.join(HERE, "results", "transfer_summary.json")
+CONFIRMATION = os.path.join(HERE, "results", "confirmation", "transfer_summary.json")
+RUNS = os.path.join(HERE, "results", "transfer_runs")
+
+
+def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
+    """[(what, model_name, hparams)] of the demo's fine-tunings, in the order they run: the
+    experiment's hparams for seed DEMO_SEED at DEMO_LABELS labels (the recipe's epochs scaled to
+    the same number of updates), then `--hparams` (`overrides`)."""
+    from electra_tf.finetune.pretrained import with_pretrained_size
+
+    pool_size = len(transfer_data.task_rows(BUNDLED_SST)[1])
+
+    def recipe(arm: str, **paths) -> dict:
+        h = {**read_json(RECIPES[arm]), "num_trials": 1, "seed": DEMO_SEED}
+        h["num_train_epochs"] = transfer_data.epochs_for(
+            DEMO_LABELS, pool_size, h["num_train_epochs"]
+        )
+        return {**h, **paths, **overrides}
+
+    kept = dict(init_checkpoint=KEPT_ENCODER, vocab_file=data_layout.vocab_file(KEPT_ENCODER))
+    return [
+        ("ELECTRA, 1e14 FLOPs (experiments/checkpoints/pt_electra_1e14)", KEPT_MODEL_NAME,
+         recipe("pretrained", **kept)),
+        ("random_init (the same shape and vocab)", KEPT_MODEL_NAME, recipe("random_init", **kept)),
+        ("this demo's pretraining (600 steps, Wikipedia only)", model_name,
+         with_pretrained_size(data_dir, model_name, recipe("pretrained"))),
+    ]  # fmt: skip
+
+
+def kept_accuracy(config) -> "float | None":
+    """The experiment's kept accuracy for the run the demo replays (None: no such record, or the
+    demo's own model, which the experiment never fine-tuned)."""
+    arm = "random_init" if config.random_init else "electra"
+    if config.model_name != KEPT_MODEL_NAME:
+        return None
+    source = "" if config.random_init else "pt_electra_1e14__"
+    grid = f"layerwise_lr_decay{config.layerwise_lr_decay:g}_learning_rate{config.learning_rate:g}"
+    path = os.path.join(RUNS, f"dev__n{DEMO_LABELS}_s{DEMO_SEED}__{arm}__{source}{grid}.json")
+    return read_json(path)["accuracy"] if os.path.exists(path) else None
+
+
+def run(overrides: dict, data_dir: str, model_name: str) -> None:
+    """Runs the demo in DATA_DIR (its sst task: the 300 sentences) next to MODEL_NAME."""
+    from electra_tf.finetune.config import FinetuningConfig
+    from electra_tf.finetune.runner import run_finetuning
+
+    task = transfer_data.write_sst_task(data_dir, BUNDLED_SST, "dev", DEMO_LABELS, DEMO_SEED)
+    print(f"demo: {DEMO_LABELS} labelled movie sentences (seed {DEMO_SEED}'s subset, as "
+          f"experiments/transfer.py draws it) in {task}; scored on the dev sentences", flush=True)  # fmt: skip
+    runs = demo_runs(overrides, data_dir, model_name)
+    if not os.path.isdir(data_layout.model_dir(data_dir, model_name)):
+        print(f"demo: no {data_layout.model_dir(data_dir, model_name)} (python "
+              "run_pretraining.py makes it): fine-tuning the kept encoder and random_init only",
+              flush=True)  # fmt: skip
+        runs = [r for r in runs if r[1] != model_name]
+    scores = []
+    for what, name, hparams in runs:
+        print(f"demo: fine-tuning {what}", flush=True)
+        config = FinetuningConfig.from_hparams(name, data_dir, hparams, explicit=overrides)
+        results = run_finetuning(config)
+        scores.append((what, results["sst"]["median"]["dev"]["accuracy"], kept_accuracy(config)))
+    for what, accuracy, kept in scores:
+        replay = "" if kept is None else f" (the experiment's kept run: {kept:.2f})"
+        print(f"demo: sst dev accuracy {accuracy:.2f}: {what}{replay}", flush=True)
+    majority = results["sst"].get("majority_class", {}).get("dev")
+    if majority:
+        print(f"demo: always answering {majority['label']} would score {majority['accuracy']:.2f}",
+              flush=True)  # fmt: skip
+    for line in experiment_lines():
+        print(line, flush=True)
+
+
+def experiment_lines() -> list:
+    """The experiment's paired results at DEMO_LABELS: its first 5 seeds, its confirmation."""
+    lines = []
+    for summary, which in ((SUMMARY, "seeds 0-4"), (CONFIRMATION, "its confirmation, seeds 5-14")):
+        paired = read_json(summary)["paired"]["electra_vs_random_init"].get(DEMO_LABELS)
+        if paired:
+            lo, hi = paired["ci95"]
+            lines.append(f"demo: the experiment at N = {DEMO_LABELS}, {which}: ELECTRA - random_init "
+                         f"{paired['mean_diff']:+.2f} points [95% interval {lo:+.2f}, {hi:+.2f}] "
+                         f"({os.path.relpath(summary, REPO)})")  # fmt: skip
+    return lines
