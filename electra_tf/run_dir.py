@@ -8,7 +8,7 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
     checkpoint, ckpt-N.*   tf.train.CheckpointManager's checkpoints
     eval_results.json      the last evaluation
     electra_mlm_results.json   score_electra_mlm.py's scores (paper appendix G)
-    train/, eval/          TensorBoard summaries
+    train/, eval/, finetuning_summaries/TASKS_trial_TRIAL/   TensorBoard summaries
     results/TASK.json, results/TASK_SPLIT_predictions*.tsv      fine-tuning results (and
                             TASKS_trials.json: the trials a run has finished, until all have)
     results_random_init/   the same for the no-pretraining baseline
@@ -284,8 +284,7 @@ class RunDirectory:
     def eval_results_path(self) -> str:
         return os.path.join(self.path, EVAL_RESULTS_FILE)
 
-    def summaries_dir(self, name: str) -> str:
-        """TensorBoard event files of `name` ("train", "eval")."""
+    def summaries_dir(self, name: str) -> str:  # TensorBoard event files of "train", "eval"
         return os.path.join(self.path, name)
 
     def worker_dir(self, task_id: int) -> str:
@@ -302,12 +301,14 @@ class RunDirectory:
     def finetuned_model_dir(self, task_names: Sequence[str], trial: int, random_init=False) -> str:
         return self._trial("finetuning_models", task_names, "model", trial, random_init)
 
-    def kept_checkpoint_prefix(
-        self, task_names: Sequence[str], trial: int, random_init: bool = False
-    ) -> str:
+    def kept_checkpoint_prefix(self, task_names: Sequence[str], trial: int, random_init=False):
         return os.path.join(
             self.finetuned_model_dir(task_names, trial, random_init), KEPT_CHECKPOINT
         )
+
+    def trial_summaries_dir(self, task_names: Sequence[str], trial: int, random_init=False) -> str:
+        """TensorBoard event files of a fine-tuning trial's training (loss, speed)."""
+        return self._trial("finetuning_summaries", task_names, "trial", trial, random_init)
 
     def finetuning_state_path(self, task_names: Sequence[str], random_init: bool = False) -> str:
         return os.path.join(self.results_dir(random_init), f"{'_'.join(task_names)}_trials.json")

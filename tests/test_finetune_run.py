@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,6 +154,17 @@ def test_end_to_end_multitask(run_dir, capsys):
     log = capsys.readouterr().out
     # 5 sst + 10 sts (doubled) + 2 chunk = 17 -> padded 20 -> 5 steps
     assert "step 5/5" in log and "steps/s" in log and "loaded the discriminator" in log
+    # the trial's TensorBoard scalars: the logged losses, at their steps
+    logged = {int(m[0]): float(m[1]) for m in re.findall(r"^step (\d+)/5  loss (\S+)", log, re.M)}
+    events = os.path.join(d, "models", "tiny", "finetuning_summaries", "sst_sts_chunk_trial_1")
+    (event_file,) = os.listdir(events)
+    written = {}
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(events, event_file)):
+        for v in event.summary.value:
+            written.setdefault(v.tag, {})[event.step] = float(tf.make_ndarray(v.tensor))
+    assert sorted(written["loss"]) == sorted(logged) == [1, 2, 3, 4, 5]
+    assert all(abs(written["loss"][k] - logged[k]) < 1e-4 for k in logged)
+    assert sorted(written["examples_per_second"]) == [2, 3, 4, 5]  # none over the compilation
     results = os.path.join(d, "models", "tiny", "results")
     sst = json.loads(read(os.path.join(results, "sst.json")))
     assert sst["trained_with"] == ["sst", "sts", "chunk"] and sst["trials"][0]["train_steps"] == 5

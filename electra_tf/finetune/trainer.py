@@ -38,7 +38,7 @@ from electra_tf.train.checkpointing import CheckpointKeeper
 from electra_tf.train.devices import choose_jit_compile
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
-from electra_tf.train.progress import fmt_time
+from electra_tf.train.progress import fmt_time, write_scalars
 from electra_tf.train.step import TrainStep, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout
 
@@ -180,6 +180,12 @@ def train(
         f"trial {trial}: global batch {batch} on {layout.num_replicas} replica(s) x {accum} "
         f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'} ({jit_reason})"
     )
+    # TensorBoard scalars of the trial, as pretraining's (the chief's; the others write none)
+    writer = tf.summary.create_noop_writer()
+    if layout.is_chief:
+        writer = tf.summary.create_file_writer(
+            config.run.trial_summaries_dir(config.task_names, trial, config.random_init)
+        )
     start = last_t = time.time()
     before = float(seconds.numpy())
     last_step, losses = start_step, []
@@ -221,11 +227,14 @@ def train(
                 recent = check(s)
                 now = time.time()
                 line = f"step {s}/{steps}  loss {np.mean(recent):.4f}"
+                scalars = {"loss": float(np.mean(recent))}
                 if s > last_step:
                     rate = (s - last_step) / max(now - last_t, 1e-9)
                     line += (f"  {rate:.2f} steps/s  {rate * batch:.1f} examples/s  "
                              f"ETA {fmt_time((steps - s) / rate)}")  # fmt: skip
+                    scalars.update(steps_per_second=rate, examples_per_second=rate * batch)
                 log(line)
+                write_scalars(writer, scalars, s)
                 last_t, last_step = now, s
             due = s % save_every == 0 and s < steps
             if keeper.manager is not None and (due or stop.received is not None):
