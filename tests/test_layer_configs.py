@@ -102,3 +102,17 @@ def test_the_round_trip_keeps_what_the_arguments_said():
     assert model.model_config == CONFIG and model.task_names == ["sts", "squad"]
     assert isinstance(model.task_heads.heads[1], QAHead)
     assert model.task_heads.heads[1].hidden_size == 8
+
+
+def test_shared_embeddings_of_another_shape_survive_the_round_trip():
+    """A generator-sized encoder (or two-tower generator) reading the discriminator's wider
+    embeddings: the clone builds embeddings of that width (and the projection), not its own."""
+    wide = ModelConfig(**{**CONFIG.to_dict(), "embedding_size": 12})
+    for cls in (TransformerEncoder, TwoTowerClozeGenerator):
+        layer = cls(CONFIG, embeddings=Embeddings(wide, name="embeddings"))
+        config = layer.get_config()
+        assert json.loads(json.dumps(config)) == config
+        clone = cls.from_config(config)
+        assert clone.embeddings.config.embedding_size == 12 and clone.get_config() == config
+        assert cls.from_config(FACTORIES[cls]().get_config()).embeddings.config.embedding_size == 6
+    assert FACTORIES[TransformerEncoder]().get_config()["embeddings"] is None

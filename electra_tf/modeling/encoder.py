@@ -166,7 +166,24 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
         return self.output_layer_norm(y + attn)
 
 
-class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
+class _SharedEmbeddingsSerialization(_ModelConfigSerialization):
+    """get_config/from_config for layers that take an optional shared `Embeddings`: the config
+    holds the shared layer's config (None: the layer built its own), so that a clone builds
+    embeddings of the same shape (its own copy: sharing is its builder's to restore)."""
+
+    def get_config(self):
+        shared = self.embeddings.get_config() if self._shared_embeddings else None
+        return {**super().get_config(), "embeddings": shared}
+
+    @classmethod
+    def from_config(cls, cfg):
+        cfg = dict(cfg)
+        if cfg.get("embeddings") is not None:
+            cfg["embeddings"] = Embeddings.from_config(cfg["embeddings"])
+        return super().from_config(cfg)
+
+
+class TransformerEncoder(_SharedEmbeddingsSerialization, keras.layers.Layer):
     """ELECTRA's encoder: embeddings, optional projection to the hidden size, N transformer layers.
 
     No pooler: `sequence_output[:, 0]` is the [CLS] vector, as the original.
@@ -202,6 +219,7 @@ class TransformerEncoder(_ModelConfigSerialization, keras.layers.Layer):
             raise ValueError(f"causal must be one of {CAUSAL_MASKS}, got {causal!r}")
         self.config = config
         self.causal = causal
+        self._shared_embeddings = embeddings is not None
         self.embeddings = embeddings or Embeddings(config, dtype=self.dtype_policy)
         emb_size = self.embeddings.config.embedding_size
         self.embeddings_project = None

@@ -6,7 +6,11 @@ import keras
 import tensorflow as tf
 
 from electra_tf.model_config import ModelConfig
-from electra_tf.modeling.encoder import Embeddings, TransformerEncoder, _ModelConfigSerialization
+from electra_tf.modeling.encoder import (
+    Embeddings,
+    TransformerEncoder,
+    _SharedEmbeddingsSerialization,
+)
 
 
 def roll(x: tf.Tensor, direction: int) -> tf.Tensor:
@@ -14,7 +18,7 @@ def roll(x: tf.Tensor, direction: int) -> tf.Tensor:
     return tf.concat([x[:, direction:], x[:, :direction]], axis=1)
 
 
-class TwoTowerClozeGenerator(_ModelConfigSerialization, keras.layers.Layer):
+class TwoTowerClozeGenerator(_SharedEmbeddingsSerialization, keras.layers.Layer):
     """Two generator-sized encoders over the unmasked input: `generator_ltr` (position i attends
     to positions <= i) and `generator_rtl` (positions >= i). The representation of position t is
     ltr[t-1] ‖ rtl[t+1] (`roll`, with the original's wrap-around at both ends), so it never sees
@@ -43,6 +47,7 @@ class TwoTowerClozeGenerator(_ModelConfigSerialization, keras.layers.Layer):
         kwargs.setdefault("name", "generator")
         super().__init__(**kwargs)
         self.config = config
+        self._shared_embeddings = embeddings is not None
         p = self.dtype_policy
         self.generator_ltr = TransformerEncoder(
             config, embeddings=embeddings, causal="ltr", name="generator_ltr", dtype=p
