@@ -18,6 +18,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import transfer_data  # noqa: E402
+import transfer_store  # noqa: E402
 
 from electra_tf import data_layout  # noqa: E402
 from electra_tf.io_utils import read_json  # noqa: E402
@@ -36,6 +37,7 @@ BUNDLED_SST = os.path.join(REPO, "data", "movie_sentiment")
 SUMMARY = os.path.join(HERE, "results", "transfer_summary.json")
 CONFIRMATION = os.path.join(HERE, "results", "confirmation", "transfer_summary.json")
 RUNS = os.path.join(HERE, "results", "transfer_runs")
+PATH_KEYS = ("init_checkpoint", "vocab_file")  # the machine's paths: records keep none
 
 
 def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
@@ -63,16 +65,22 @@ def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
     ]  # fmt: skip
 
 
-def kept_accuracy(config) -> "float | None":
-    """The experiment's kept accuracy for the run the demo replays (None: no such record, or the
-    demo's own model, which the experiment never fine-tuned)."""
-    arm = "random_init" if config.random_init else "electra"
+def kept_accuracy(config, hparams: dict) -> "float | None":
+    """The experiment's kept accuracy for the run the demo replays: None for the demo's own
+    model (the experiment never fine-tuned it), or when the record's hparams are not the run's
+    (`--hparams` changed them; the experiment's log interval aside)."""
     if config.model_name != KEPT_MODEL_NAME:
         return None
-    source = "" if config.random_init else "pt_electra_1e14__"
-    grid = f"layerwise_lr_decay{config.layerwise_lr_decay:g}_learning_rate{config.learning_rate:g}"
-    path = os.path.join(RUNS, f"dev__n{DEMO_LABELS}_s{DEMO_SEED}__{arm}__{source}{grid}.json")
-    return read_json(path)["accuracy"] if os.path.exists(path) else None
+    arm = "random_init" if config.random_init else "electra"
+    grid = {"learning_rate": config.learning_rate, "layerwise_lr_decay": config.layerwise_lr_decay}
+    key = transfer_data.run_key("dev", DEMO_LABELS, DEMO_SEED, arm, "pt_electra_1e14", grid)
+    path = transfer_store.record_path(RUNS, key)
+    if not os.path.exists(path):
+        return None
+    record = read_json(path)
+    ran = {"random_init": False, **{k: v for k, v in hparams.items() if k not in PATH_KEYS}}
+    kept = {k: v for k, v in record["hparams"].items() if k != "log_every_steps"}
+    return record["accuracy"] if ran == kept else None
 
 
 def run(overrides: dict, data_dir: str, model_name: str) -> None:
@@ -94,7 +102,8 @@ def run(overrides: dict, data_dir: str, model_name: str) -> None:
         print(f"demo: fine-tuning {what}", flush=True)
         config = FinetuningConfig.from_hparams(name, data_dir, hparams, explicit=overrides)
         results = run_finetuning(config)
-        scores.append((what, results["sst"]["median"]["dev"]["accuracy"], kept_accuracy(config)))
+        accuracy = results["sst"]["median"]["dev"]["accuracy"]
+        scores.append((what, accuracy, kept_accuracy(config, hparams)))
     for what, accuracy, kept in scores:
         replay = "" if kept is None else f" (the experiment's kept run: {kept:.2f})"
         print(f"demo: sst dev accuracy {accuracy:.2f}: {what}{replay}", flush=True)

@@ -49,7 +49,7 @@ for path in (REPO, HERE):
 import transfer_report  # noqa: E402
 import transfer_store  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
-from transfer_data import epochs_for, task_rows, write_sst_task  # noqa: E402
+from transfer_data import epochs_for, hp_key, run_key, task_rows, write_sst_task  # noqa: E402
 
 from electra_tf import data_layout  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
@@ -311,15 +311,9 @@ def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> D
     return {**run, "accuracy": accuracy, "correct": correct}
 
 
-def hp_key(h: Dict[str, Any]) -> str:
-    return "_".join(f"{k}{v:g}" for k, v in sorted(h.items()) if k in ("learning_rate",
-                    "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs"))  # fmt: skip
-
-
 def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
     """One fine-tuning; `pretrained` is the run it starts from (for random init: whose shape)."""
-    source = "" if arm == "random_init" else f"{pretrained}/"
-    key = f"{split}/n{n}_s{seed}/{arm}/{source}{hp_key(hparams)}"
+    key = run_key(split, n, seed, arm, pretrained, hparams)
     name = f"ft_{arm}_{pretrained}_{hp_key(hparams)}"
     return {"key": key, "name": name, "split": split, "n": n, "seed": seed, "arm": arm,
             "pretrained": pretrained, "hparams": hparams}  # fmt: skip

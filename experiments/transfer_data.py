@@ -8,7 +8,7 @@ experiment's kept runs (N = 300, seed 0) and must draw the very same 300 sentenc
 
 import functools
 import os
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from electra_tf import data_layout
 from electra_tf.io_utils import write_atomically
@@ -64,3 +64,18 @@ def write_sst_task(
         if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
             write_atomically(path, lambda f, text=text: f.write(text))
     return task
+
+
+def hp_key(h: Dict[str, Any]) -> str:
+    """The part of a run's key that names its grid point (and a diagnostic's reinit)."""
+    return "_".join(f"{k}{v:g}" for k, v in sorted(h.items()) if k in ("learning_rate",
+                    "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs"))  # fmt: skip
+
+
+def run_key(
+    split: str, n: str, seed: int, arm: str, pretrained: str, hparams: Dict[str, Any]
+) -> str:
+    """A fine-tuning's key (its kept record: `transfer_store.record_path`); random init's names
+    no pretrained run (it reads only the shape)."""
+    source = "" if arm == "random_init" else f"{pretrained}/"
+    return f"{split}/n{n}_s{seed}/{arm}/{source}{hp_key(hparams)}"

@@ -226,8 +226,8 @@ def train(
             if s % every == 0 or s == steps:
                 recent = check(s)
                 now = time.time()
-                line = f"step {s}/{steps}  loss {np.mean(recent):.4f}"
-                scalars = {"loss": float(np.mean(recent))}
+                loss = float(np.mean(recent))
+                line, scalars = f"step {s}/{steps}  loss {loss:.4f}", {"loss": loss}
                 if s > last_step:
                     rate = (s - last_step) / max(now - last_t, 1e-9)
                     line += (f"  {rate:.2f} steps/s  {rate * batch:.1f} examples/s  "
