@@ -27,7 +27,8 @@ from electra_tf.io_utils import read_json  # noqa: E402
 # prints the experiment's paired results there: one seed is an example, not the evidence.
 DEMO_LABELS = "300"
 DEMO_SEED = 0
-KEPT_ENCODER = os.path.join(HERE, "checkpoints", "pt_electra_1e14")
+KEPT_RUN = "pt_electra_1e14"  # the experiment's pretraining run whose encoder the demo loads
+KEPT_ENCODER = os.path.join(HERE, "checkpoints", KEPT_RUN)
 RECIPES = {
     "pretrained": os.path.join(HERE, "recipes", "finetune_movie.json"),
     "random_init": os.path.join(HERE, "recipes", "finetune_movie_random_init.json"),
@@ -57,7 +58,7 @@ def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
 
     kept = dict(init_checkpoint=KEPT_ENCODER, vocab_file=data_layout.vocab_file(KEPT_ENCODER))
     return [
-        ("ELECTRA, 1e14 FLOPs (experiments/checkpoints/pt_electra_1e14)", KEPT_MODEL_NAME,
+        (f"ELECTRA, 1e14 FLOPs (experiments/checkpoints/{KEPT_RUN})", KEPT_MODEL_NAME,
          recipe("pretrained", **kept)),
         ("random_init (the same shape and vocab)", KEPT_MODEL_NAME, recipe("random_init", **kept)),
         ("this demo's pretraining (600 steps, Wikipedia only)", model_name,
@@ -73,7 +74,7 @@ def kept_accuracy(config, hparams: dict) -> "float | None":
         return None
     arm = "random_init" if config.random_init else "electra"
     grid = {"learning_rate": config.learning_rate, "layerwise_lr_decay": config.layerwise_lr_decay}
-    key = transfer_data.run_key("dev", DEMO_LABELS, DEMO_SEED, arm, "pt_electra_1e14", grid)
+    key = transfer_data.run_key("dev", DEMO_LABELS, DEMO_SEED, arm, KEPT_RUN, grid)
     path = transfer_store.record_path(RUNS, key)
     if not os.path.exists(path):
         return None
