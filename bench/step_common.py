@@ -29,12 +29,19 @@ flags.DEFINE_string(
     "(model_size, model_hparam_overrides, embedding_size, vocab_file relative to the repo) "
     "replaces the preset's; --batch_size and --seq_len still set the batch.",
 )  # fmt: skip
-flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "")
+flags.DEFINE_enum(
+    "precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16", "auto"],
+    "auto: measured, as run_pretraining's precision=auto (the peer runs what it chose)",
+)  # fmt: skip
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step.")
 flags.DEFINE_float("generator_hidden_size", 0.25, "Generator width / discriminator width.")
 flags.DEFINE_integer("embedding_size", None, "None: the preset's (128 for small).")
 flags.DEFINE_bool("dropout", True, "--nodropout: dropout off (what the step's dropout costs).")
+flags.DEFINE_bool("fused_elementwise", False, "The hparam: each layer's element-wise work as "
+                  "XLA-compiled pieces between the oneDNN matmuls.")  # fmt: skip
 flags.DEFINE_integer("threads", 2, "Intra- and inter-op threads, ours and the peer's.")
+flags.DEFINE_integer("inter_op_threads", None, "Ours: ops run side by side (None: --threads).")
+flags.DEFINE_integer("intra_op_threads", None, "Ours: threads within an op (None: --threads).")
 flags.DEFINE_float("peak_flops", None, "Peak FLOP/s for MFU (default: as run_pretraining's).")
 flags.DEFINE_enum("data", "synthetic", ["synthetic", "corpus"], "Where batches come from.")
 flags.DEFINE_enum("peer", "", ["", "hf"], "Also run the step in this framework.")
@@ -43,21 +50,6 @@ flags.DEFINE_string(
     "vocab_file", data_layout.vocab_file(os.path.join(REPO, "data", "vocab")), "Vocab file."
 )
 flags.DEFINE_string("corpus", os.path.join(REPO, "data/corpus/enwiki_sample.txt"), "--data=corpus")
-
-
-def synthetic_batch(batch_size, seq_len, vocab_size, special, seed=0):
-    """[CLS] a [SEP] b [SEP] with random word ids (no padding), as numpy int32 arrays."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(1000, vocab_size, size=(batch_size, seq_len), dtype=np.int32)
-    half = seq_len // 2
-    ids[:, 0] = special["cls"]
-    ids[:, half - 1] = special["sep"]
-    ids[:, -1] = special["sep"]
-    segment = np.zeros_like(ids)
-    segment[:, half:] = 1
-    return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment}
 
 
 def build_runner(tmp, tf):
@@ -76,6 +68,7 @@ def build_runner(tmp, tf):
         model_dir=os.path.join(tmp, "model"),
         pretrain_tfrecords=data_layout.tfrecord_glob(os.path.join(tmp, "tfrecords")),
         distribution="one_device",
+        fused_elementwise=FLAGS.fused_elementwise,
         peak_flops=FLAGS.peak_flops,
         log_every_steps=10**9,
     )
@@ -203,11 +196,13 @@ def prepare(tf):
     """Threads set, the runner built, the batch and its iterators made, the step function traced
     lazily: SimpleNamespace(runner, batch, iterators, train_fn, our_steps, tmp, t_build), where
     our_steps(n, steps_per_call=--iterations_per_loop) runs n steps and returns their times."""
-    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads or FLAGS.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads or FLAGS.threads)
     tmp = tempfile.mkdtemp(prefix="bench_train_step_")
     t_build = time.perf_counter()
     runner = build_runner(tmp, tf)
+    from electra_tf.train.step_path import synthetic_batch
+
     batch = synthetic_batch(FLAGS.batch_size, FLAGS.seq_len, len(runner.vocab), runner.special_ids)
     iterators = make_iterators(runner, batch, tmp, tf)
     if FLAGS.data == "corpus":  # the peer gets the pipeline's first batch

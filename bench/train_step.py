@@ -88,7 +88,8 @@ def compare_loops(runner, our_steps, tf):
         "steps": FLAGS.steps,
         "rounds": FLAGS.rounds,
         "jit_compile": runner.jit_compile,
-        "precision": FLAGS.precision,
+        "precision": runner.config.scale.precision,
+        "fused_elementwise": runner.config.scale.fused_elementwise,
         "real_flops_per_step": runner.real_flops_per_step,
     }
     print(json.dumps(res), flush=True)
@@ -97,7 +98,7 @@ def compare_loops(runner, our_steps, tf):
     base = res["iterations_per_loop"][str(sizes[0])]
     print(
         f"\n{FLAGS.hparams or 'ELECTRA-' + FLAGS.model_size}, batch {b} x {length}, "
-        f"{FLAGS.precision}, XLA {'on' if runner.jit_compile else 'off'}, on {res['cpu']}: "
+        f"{runner.path.describe()}, on {res['cpu']}: "
         f"median of {FLAGS.steps * FLAGS.rounds} steps per setting, alternating"
     )
     print(
@@ -169,7 +170,8 @@ def main(_):
         "iterations_per_loop": per_call,
         "jit_compile": runner.jit_compile,
         "jit_reason": runner.jit_reason,
-        "precision": FLAGS.precision,
+        "precision": runner.config.scale.precision,
+        "fused_elementwise": runner.config.scale.fused_elementwise,
         "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
         "generator_hidden_size": FLAGS.generator_hidden_size,
         "dropout": FLAGS.dropout,
@@ -182,7 +184,7 @@ def main(_):
         pmed = statistics.median(theirs)
         res.update(
             peer=FLAGS.peer,
-            peer_precision=FLAGS.precision,
+            peer_precision=runner.config.scale.precision,
             peer_seq_per_s=b / pmed,
             peer_tokens_per_s=b * length / pmed,
             peer_step_s_median=pmed,
@@ -216,12 +218,11 @@ def main(_):
             )
         )
     print(
-        f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {FLAGS.precision}, "
+        f"\nELECTRA-{FLAGS.model_size} step, batch {b} x {length}, {runner.config.scale.precision}, "
         f"{FLAGS.threads} threads, median of {FLAGS.steps * FLAGS.rounds} steps "
         f"after {FLAGS.warmup} warm-up, on {cpu}; {real / 1e9:.1f} GFLOP/step real "
         f"({paper / 1e9:.1f} paper convention); peak {peak / 1e9:.0f} GFLOP/s "
-        f"({runner.peak_source}); XLA {'on' if runner.jit_compile else 'off'} "
-        f"({runner.jit_reason})"
+        f"({runner.peak_source}); {runner.path.describe()} ({runner.jit_reason})"
     )
     print(f"{'':44s} {'seq/s':>8s} {'tokens/s':>9s} {'s/step':>7s} {'GFLOP/s':>8s} {'MFU':>6s}")
     for name, seq_s, step_s, fl in rows:

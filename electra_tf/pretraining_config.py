@@ -117,10 +117,19 @@ class PathHparams:
 @dataclasses.dataclass(frozen=True)
 class ScaleHparams:
     distribution: str = hparam("auto", choices=DISTRIBUTIONS, help="auto: TPU, else GPUs, else one")
-    precision: str = hparam("float32", choices=PRECISIONS, help="Keras mixed-precision policy")
-    # "auto": XLA where it is the faster path (GPUs, TPUs, CPUs without AVX512_BF16; see
-    # electra_tf.train.devices), the graph path elsewhere
+    # "auto": the fastest of float32 and mixed_bfloat16 (GPUs: and mixed_float16), measured on
+    # this machine for this model once and cached (electra_tf.train.step_path)
+    precision: str = hparam(
+        "float32", choices=(*PRECISIONS, "auto"), help="Keras mixed-precision policy; auto: measured"
+    )
+    # "auto": runs of >= 2,000 steps (and any with precision auto) measure XLA on / off / the
+    # element-wise pieces only (electra_tf.train.step_path); shorter runs take a rule: XLA on
+    # GPUs, TPUs and CPUs without AVX512_BF16, the graph path elsewhere (train.devices)
     jit_compile: Union[bool, Literal["auto"]] = hparam("auto", help="XLA-compile the step")
+    # each layer's dropout + residual + LayerNorm and GELU as XLA-compiled pieces between the
+    # matmuls (which stay on oneDNN): faster on CPUs, rounding differs from the plain ops';
+    # jit_compile auto, when it measures, tries it
+    fused_elementwise: bool = hparam(False, help="XLA-fuse each layer's element-wise work")
     # training steps per tf.function call (one host synchronisation each), as the original's;
     # a call also ends at each multiple of log_every_steps and save_checkpoints_steps
     iterations_per_loop: int = hparam(200, help="steps per tf.function call (one host sync)")

@@ -30,7 +30,10 @@ def build_pretrainer(
     disc_config, gen_config = config.model_configs(vocab_size)
     policy = keras.mixed_precision.DTypePolicy(config.scale.precision)
     g = config.generator
-    discriminator = TransformerEncoder(disc_config, name="electra", dtype=policy)
+    fused = config.scale.fused_elementwise
+    discriminator = TransformerEncoder(
+        disc_config, name="electra", dtype=policy, fused_elementwise=fused
+    )
     samples = config.samples_replacements
     if samples and g.uniform_generator:
         generator = None  # uniform / unigram sampling, no generator network
@@ -38,8 +41,15 @@ def build_pretrainer(
         generator = discriminator
     else:
         shared = None if g.untied_generator_embeddings else discriminator.embeddings
-        network = TwoTowerClozeGenerator if g.two_tower_generator else TransformerEncoder
-        generator = network(gen_config, embeddings=shared, name="generator", dtype=policy)
+        if g.two_tower_generator:
+            generator = TwoTowerClozeGenerator(
+                gen_config, embeddings=shared, name="generator", dtype=policy
+            )
+        else:
+            generator = TransformerEncoder(
+                gen_config, embeddings=shared, name="generator", dtype=policy,
+                fused_elementwise=fused,
+            )  # fmt: skip
     counts = None
     if samples and g.uniform_generator == UNIGRAM:
         counts = load_unigram_counts(

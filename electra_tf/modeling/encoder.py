@@ -14,7 +14,9 @@ from electra_tf.modeling.layers import (
     LayerNorm,
     SeedSequence,
     dropout,
+    gelu_fused,
     get_activation,
+    residual_layer_norm,
     truncated_normal,
 )
 
@@ -99,11 +101,14 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
     Args:
         config: a `ModelConfig` (hidden_size, num_attention_heads, intermediate_size, hidden_act,
             dropouts, initializer_range).
+        fused_elementwise: run dropout + residual + LayerNorm and GELU as XLA-compiled pieces
+            between the (oneDNN) matmuls: faster on CPUs, rounding differs (`layers.py`).
     """
 
-    def __init__(self, config: ModelConfig, **kwargs):
+    def __init__(self, config: ModelConfig, fused_elementwise: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
+        self.fused_elementwise = fused_elementwise
         c = config
         r = c.initializer_range
         p = self.dtype_policy
@@ -157,13 +162,23 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
         probs = dropout(probs, c.attention_probs_dropout_prob, seeds and seeds.next())
         context = tf.matmul(probs, v)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, length, c.hidden_size])
-        attn = dropout(
-            self.attention_output(context), c.hidden_dropout_prob, seeds and seeds.next()
+        fused = self.fused_elementwise
+        attn = residual_layer_norm(
+            self.attention_output(context),
+            x,
+            self.attention_layer_norm,
+            c.hidden_dropout_prob,
+            seeds and seeds.next(),
+            fused,
         )
-        attn = self.attention_layer_norm(attn + x)
-        y = self.output_dense(self.activation(self.intermediate(attn)))
-        y = dropout(y, c.hidden_dropout_prob, seeds and seeds.next())
-        return self.output_layer_norm(y + attn)
+        activation = gelu_fused if fused and c.hidden_act == "gelu" else self.activation
+        y = self.output_dense(activation(self.intermediate(attn)))
+        return residual_layer_norm(
+            y, attn, self.output_layer_norm, c.hidden_dropout_prob, seeds and seeds.next(), fused
+        )
+
+    def get_config(self):
+        return {**super().get_config(), "fused_elementwise": self.fused_elementwise}
 
 
 class _SharedEmbeddingsSerialization(_ModelConfigSerialization):
@@ -196,6 +211,8 @@ class TransformerEncoder(_SharedEmbeddingsSerialization, keras.layers.Layer):
         causal: None (bidirectional), "ltr" (position i attends to positions <= i, the diagonal
             included) or "rtl" (positions >= i): the original's `ltr` / `rtl` attention masks,
             used by Electric's two-tower generator.
+        fused_elementwise: each layer's dropout + residual + LayerNorm and GELU as XLA-compiled
+            pieces (`TransformerLayer`); off by default (the original's numerics).
 
     Example:
     >>> cfg = ModelConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
@@ -211,10 +228,12 @@ class TransformerEncoder(_SharedEmbeddingsSerialization, keras.layers.Layer):
         config: ModelConfig,
         embeddings: Optional[Embeddings] = None,
         causal: Optional[str] = None,
+        fused_elementwise: bool = False,
         **kwargs,
     ):
         kwargs.setdefault("name", "electra")
         super().__init__(**kwargs)
+        self.fused_elementwise = fused_elementwise
         if causal not in CAUSAL_MASKS:
             raise ValueError(f"causal must be one of {CAUSAL_MASKS}, got {causal!r}")
         self.config = config
@@ -232,11 +251,20 @@ class TransformerEncoder(_SharedEmbeddingsSerialization, keras.layers.Layer):
             setattr(
                 self,
                 f"layer_{i}",
-                TransformerLayer(config, name=f"layer_{i}", dtype=self.dtype_policy),
+                TransformerLayer(
+                    config,
+                    fused_elementwise=fused_elementwise,
+                    name=f"layer_{i}",
+                    dtype=self.dtype_policy,
+                ),
             )
 
     def get_config(self):
-        return {**super().get_config(), "causal": self.causal}
+        return {
+            **super().get_config(),
+            "causal": self.causal,
+            "fused_elementwise": self.fused_elementwise,
+        }
 
     @property
     def transformer_layers(self):

@@ -31,6 +31,16 @@ def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def layer_norm(x: tf.Tensor, gamma, beta, epsilon: float) -> tf.Tensor:
+    """Normalises the last axis with statistics in float32; returns x's dtype."""
+    dtype = x.dtype
+    x = tf.cast(x, tf.float32)
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    y = (x - mean) * tf.math.rsqrt(variance + epsilon)
+    y = y * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
+    return tf.cast(y, dtype)
+
+
 class LayerNorm(keras.layers.Layer):
     """Layer normalisation over the last axis, epsilon 1e-12, statistics in float32.
 
@@ -52,12 +62,7 @@ class LayerNorm(keras.layers.Layer):
         self.gamma = self.add_weight(shape=(dim,), initializer="ones", name="gamma")
 
     def call(self, x):
-        dtype = x.dtype
-        x = tf.cast(x, tf.float32)
-        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-        y = (x - mean) * tf.math.rsqrt(variance + self.epsilon)
-        y = y * tf.cast(self.gamma, tf.float32) + tf.cast(self.beta, tf.float32)
-        return tf.cast(y, dtype)
+        return layer_norm(x, self.gamma, self.beta, self.epsilon)
 
     def get_config(self):
         return {**super().get_config(), "epsilon": self.epsilon}
@@ -70,20 +75,52 @@ class LayerNorm(keras.layers.Layer):
 DROPOUT_BITS = 16
 
 
-def dropout(x: tf.Tensor, rate: float, seed) -> tf.Tensor:
-    """Inverted dropout from a stateless seed (shape [2] int32/int64); identity when seed is None."""
-    if seed is None or rate <= 0.0:
-        return x
-    levels = 1 << DROPOUT_BITS
-    threshold = int(round(rate * levels))
+def dropout_keep_mask(x: tf.Tensor, rate: float, seed) -> tf.Tensor:
+    """The boolean keep mask `dropout` draws for x (a pure function of the seed and x's shape)."""
+    threshold = int(round(rate * (1 << DROPOUT_BITS)))
     n = tf.size(x)
     words = tf.random.stateless_uniform(
         tf.reshape((n + 1) // 2, [1]), seed=seed, minval=None, maxval=None, dtype=tf.uint32
     )
     draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:n]  # two 16-bit draws per word
-    keep = tf.reshape(draws >= tf.constant(threshold, tf.uint16), tf.shape(x))
-    scale = tf.cast(levels / (levels - threshold), x.dtype)
+    return tf.reshape(draws >= tf.constant(threshold, tf.uint16), tf.shape(x))
+
+
+def _apply_keep_mask(x: tf.Tensor, keep: tf.Tensor, rate: float) -> tf.Tensor:
+    levels = 1 << DROPOUT_BITS
+    scale = tf.cast(levels / (levels - int(round(rate * levels))), x.dtype)
     return tf.where(keep, x * scale, tf.zeros_like(x))
+
+
+def dropout(x: tf.Tensor, rate: float, seed) -> tf.Tensor:
+    """Inverted dropout from a stateless seed (shape [2] int32/int64); identity when seed is None."""
+    if seed is None or rate <= 0.0:
+        return x
+    return _apply_keep_mask(x, dropout_keep_mask(x, rate, seed), rate)
+
+
+# The element-wise work around a layer's matmuls, XLA-compiled in pieces (the matmuls stay on
+# oneDNN): on CPUs the graph path runs it as dozens of separate ops per layer, XLA as one fused
+# kernel per piece (bench/elementwise_fusion.py). Dropout's mask is drawn outside XLA, whose
+# expansion of the stateless RNG on CPU is slower than TF's kernel; the draws are the same.
+# Rounding differs from the plain ops' (float32: ~1e-6 relative), so it is opt-in.
+@tf.function(jit_compile=True)
+def _residual_norm_fused(x, residual, keep, rate, gamma, beta, epsilon):
+    if keep is not None:
+        x = _apply_keep_mask(x, keep, rate)
+    return layer_norm(x + residual, gamma, beta, epsilon)
+
+
+gelu_fused = tf.function(lambda x: gelu(x), jit_compile=True)
+
+
+def residual_layer_norm(x, residual, norm: "LayerNorm", rate: float, seed, fused: bool = False):
+    """norm(dropout(x) + residual), as plain ops or (fused) one XLA-compiled piece."""
+    if not fused:
+        return norm(dropout(x, rate, seed) + residual)
+    keep = None if seed is None or rate <= 0.0 else dropout_keep_mask(x, rate, seed)
+    gamma, beta = tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta)
+    return _residual_norm_fused(x, residual, keep, rate, gamma, beta, norm.epsilon)
 
 
 class SeedSequence:

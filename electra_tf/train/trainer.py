@@ -9,9 +9,11 @@ would. SIGTERM and SIGINT (Ctrl-C) save a checkpoint and exit with 128 + the sig
 damaged shard ends the run with one line naming it (`train.inputs`).
 """
 
+import dataclasses
 import functools
 import os
 import signal
+import tempfile
 from typing import Dict, Optional
 
 import keras
@@ -24,7 +26,7 @@ from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
-from electra_tf.train import devices, two_stage
+from electra_tf.train import devices, step_path, two_stage
 from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start_and_log
 from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
@@ -95,6 +97,13 @@ class Trainer:
         # live holder stops the run here; `_holding_lock` holds it while training or evaluating
         if self.layout.is_chief:
             self.run.lock(log).release()
+        # precision / XLA: as set, or the fastest measured path for "auto" (`train.step_path`)
+        resumed = self.run.config_path if self.run.latest_checkpoint() else None
+        self.path, self.path_reason = step_path.choose(
+            c, self._seconds_per_step, self.layout.num_replicas, resumed, log, self.vocab_size
+        )
+        scale = dataclasses.replace(c.scale, **self.path.hparams())
+        self.config = c = dataclasses.replace(c, scale=scale)
         keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
         o = c.optimizer
         with self.strategy.scope():
@@ -115,11 +124,27 @@ class Trainer:
         self.flops_per_step = flops.paper
         # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU
         self.real_flops_per_step = flops.real
-        self.jit_compile, self.jit_reason = devices.choose_jit_compile(c.scale.jit_compile)
+        self.jit_compile, self.jit_reason = c.scale.jit_compile, self.path_reason
         self.peak_flops, self.peak_source = devices.peak_flops(
             c.scale.precision, c.scale.peak_flops
         )
         self.train_summary: Dict[str, float] = {}  # filled by train(), merged into evaluate()
+
+    def _seconds_per_step(self, path: step_path.StepPath) -> float:
+        """Seconds per step of this run's step on `path` (a throwaway Trainer on a synthetic
+        batch, in a temporary run directory, on this run's strategy)."""
+        c = self.config
+        with tempfile.TemporaryDirectory(prefix="electra_tf_step_path_") as tmp:
+            config = dataclasses.replace(
+                c,
+                scale=dataclasses.replace(c.scale, **path.hparams()),
+                paths=dataclasses.replace(c.paths, model_dir=tmp),
+            )
+            candidate = Trainer(config, strategy=self.strategy)
+            try:
+                return step_path.seconds_per_step(candidate)
+            finally:
+                del candidate
 
     def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
         """This worker's input iterators, one per local replica (see `train.inputs`)."""
@@ -204,8 +229,8 @@ class Trainer:
             f"training {c.model_name}: steps {start_step} -> {last_step}, global batch "
             f"{c.optimizer.train_batch_size} on {self.layout.num_replicas} replica(s), "
             f"{self.flops_per_step:.3e} FLOPs/step (paper convention), "
-            f"{self.real_flops_per_step:.3e} real; XLA {'on' if self.jit_compile else 'off'} "
-            f"({self.jit_reason}); peak {self.peak_flops / 1e9:.0f} GFLOP/s ({self.peak_source})"
+            f"{self.real_flops_per_step:.3e} real; {self.path.describe()} "
+            f"({self.path_reason}); peak {self.peak_flops / 1e9:.0f} GFLOP/s ({self.peak_source})"
         )
         progress = ProgressLog(
             last_step,
