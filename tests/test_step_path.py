@@ -8,6 +8,7 @@ import os
 import pytest
 from harness import TINY_RUN
 
+from electra_tf.errors import UserError
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train import devices, step_path
 from electra_tf.train.step_path import StepPath
@@ -107,6 +108,11 @@ def test_set_values_short_runs_and_resumed_runs_are_not_measured(cpu):
         json.dump({"precision": BF16, "jit_compile": False, "fused_elementwise": True}, f)
     chosen, why = step_path.choose(config(precision="auto"), never, resumed_config=recorded)
     assert chosen == StepPath(BF16, False, True) and "resumed" in why
+    # workers would each measure their own steps: the rule, and precision auto is an error
+    chosen, why = step_path.choose(config(), never, multi_worker=True)
+    assert chosen == StepPath(F32, False, False) and "multi-worker" in why
+    with pytest.raises(UserError, match="multi-worker run needs it set"):
+        step_path.choose(config(precision="auto"), never, multi_worker=True)
 
 
 def test_a_trainer_with_precision_auto_measures_trains_and_records_its_choice(

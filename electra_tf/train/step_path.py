@@ -25,6 +25,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from electra_tf.errors import UserError
 from electra_tf.io_utils import cache_dir, read_json, write_json
 from electra_tf.train import devices
 
@@ -127,16 +128,28 @@ def choose(
     resumed_config: Optional[str] = None,
     log: Callable[[str], None] = print,
     vocab_size: Optional[int] = None,
+    multi_worker: bool = False,
 ) -> Tuple[StepPath, str]:
     """(the path, why) for `config`'s `precision` / `jit_compile` / `fused_elementwise`.
 
     `time_path(path)` returns seconds per step of the configured step on that path;
-    `resumed_config`: the config.json of the run being resumed (its path is kept)."""
+    `resumed_config`: the config.json of the run being resumed (its path is kept). Workers of
+    a multi-worker run would each time their own steps and could choose differently, so there
+    `precision: auto` is an error and `jit_compile: auto` takes the rule."""
     s = config.scale
     accelerator = devices.accelerator_name()
     rule_jit, rule_reason = devices.choose_jit_compile(s.jit_compile)
     if s.precision != AUTO and s.jit_compile != AUTO:
         return StepPath(s.precision, s.jit_compile, s.fused_elementwise), rule_reason
+    if multi_worker:
+        if s.precision == AUTO:
+            raise UserError(
+                "precision: auto measures on one machine; a multi-worker run needs it set "
+                "(run a single-worker run with precision auto once to see which path wins)"
+            )
+        return StepPath(s.precision, rule_jit, s.fused_elementwise and not rule_jit), (
+            f"{rule_reason}; not measured in a multi-worker run"
+        )
     if resumed_config and (kept := recorded_path(resumed_config)) is not None:
         return kept, f"auto: kept from the resumed run's {os.path.basename(resumed_config)}"
     if s.precision != AUTO and config.optimizer.num_train_steps < MIN_MEASURED_STEPS:

@@ -100,8 +100,9 @@ class Trainer:
         # precision / XLA: as set, or the fastest measured path for "auto" (`train.step_path`)
         resumed = self.run.config_path if self.run.latest_checkpoint() else None
         self.path, self.path_reason = step_path.choose(
-            c, self._seconds_per_step, self.layout.num_replicas, resumed, log, self.vocab_size
-        )
+            c, self._seconds_per_step, self.layout.num_replicas, resumed, log, self.vocab_size,
+            multi_worker=self.layout.num_replicas > self.layout.num_local,
+        )  # fmt: skip
         scale = dataclasses.replace(c.scale, **self.path.hparams())
         self.config = c = dataclasses.replace(c, scale=scale)
         keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
