@@ -4,7 +4,7 @@ half-done (write a temporary file beside the target, then rename it over the tar
 import json
 import os
 import shutil
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from electra_tf.errors import UserError, disk_full_error, is_disk_full
 
@@ -20,6 +20,29 @@ def cache_dir() -> Optional[str]:
         return path or None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "electra_tf")
+
+
+def read_cache_table(name: str) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(the path of `cache_dir()/name`, None without a disk cache; the JSON table in it, {} when
+    missing or damaged: a damaged cache is measured again, never an error)."""
+    directory = cache_dir()
+    path = os.path.join(directory, name) if directory else None
+    if not path or not os.path.exists(path):
+        return path, {}
+    try:
+        return path, read_json(path)
+    except Exception:
+        return path, {}
+
+
+def write_cache_table(path: Optional[str], table: Dict[str, Any]) -> None:
+    """Writes a cache table back (nothing without a disk cache; a write error loses only the
+    cache)."""
+    if path:
+        try:
+            write_json(path, table)
+        except OSError:
+            pass
 
 
 def parse_json(text: str, source: str) -> Any:

@@ -41,15 +41,9 @@ def build_pretrainer(
         generator = discriminator
     else:
         shared = None if g.untied_generator_embeddings else discriminator.embeddings
-        if g.two_tower_generator:
-            generator = TwoTowerClozeGenerator(
-                gen_config, embeddings=shared, name="generator", dtype=policy
-            )
-        else:
-            generator = TransformerEncoder(
-                gen_config, embeddings=shared, name="generator", dtype=policy,
-                fused_elementwise=fused,
-            )  # fmt: skip
+        network = TwoTowerClozeGenerator if g.two_tower_generator else TransformerEncoder
+        extra = {} if g.two_tower_generator else {"fused_elementwise": fused}
+        generator = network(gen_config, embeddings=shared, name="generator", dtype=policy, **extra)
     counts = None
     if samples and g.uniform_generator == UNIGRAM:
         counts = load_unigram_counts(

@@ -118,7 +118,9 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
         self.attention_output = _dense(c.hidden_size, "dense", r, dtype=p)
         self.attention_layer_norm = LayerNorm(name="LayerNorm", dtype=p)
         self.intermediate = _dense(c.intermediate_size, "dense", r, dtype=p)
-        self.activation = get_activation(c.hidden_act)
+        # the fused GELU is the same function as one XLA kernel (other activations stay as they are)
+        fused_gelu = fused_elementwise and c.hidden_act == "gelu"
+        self.activation = gelu_fused if fused_gelu else get_activation(c.hidden_act)
         self.output_dense = _dense(c.hidden_size, "dense", r, dtype=p)
         self.output_layer_norm = LayerNorm(name="LayerNorm", dtype=p)
 
@@ -171,8 +173,7 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
             seeds and seeds.next(),
             fused,
         )
-        activation = gelu_fused if fused and c.hidden_act == "gelu" else self.activation
-        y = self.output_dense(activation(self.intermediate(attn)))
+        y = self.output_dense(self.activation(self.intermediate(attn)))
         return residual_layer_norm(
             y, attn, self.output_layer_norm, c.hidden_dropout_prob, seeds and seeds.next(), fused
         )

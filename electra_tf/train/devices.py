@@ -20,7 +20,7 @@ from typing import Optional, Tuple
 
 import tensorflow as tf
 
-from electra_tf.io_utils import cache_dir, read_json, write_json
+from electra_tf.io_utils import read_cache_table, write_cache_table
 
 # (device-name substring, {compute dtype: dense peak FLOP/s}); the first match wins
 ACCELERATOR_PEAKS = (
@@ -121,35 +121,36 @@ def intra_op_threads() -> int:
 MIN_CPU_SHARE = 0.8  # below: another process took part of the CPU while measuring
 
 
+def load_average() -> float:
+    """The 1-minute load average (0 where the OS has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+def too_busy_to_cache(load: float, own_load: float = 0.0) -> bool:
+    """Whether a timing taken at 1-minute load average `load` is too disturbed to cache: other
+    processes held more than three quarters of the CPUs (`own_load`: the measuring process's own
+    part of that average, for measurements long enough to raise it)."""
+    return load > 0.75 * (os.cpu_count() or 1) + own_load
+
+
 def cached_cpu_peak(dtype: str) -> Tuple[float, str]:
     """The CPU's matmul peak, measured once per (CPU model, threads, dtype, TF version)."""
     model, _ = cpu_info()
     threads = intra_op_threads()
     key = f"{model}|{threads}|{dtype}|{tf.__version__}|v2"  # v2: CPU share checked
-    directory = cache_dir()
-    path = os.path.join(directory, "peak_flops.json") if directory else None
-    table = {}
-    if path and os.path.exists(path):
-        try:
-            table = read_json(path)
-        except Exception:  # a damaged cache file is re-measured, never an error
-            table = {}
+    path, table = read_cache_table("peak_flops.json")
     if key in table:
         return float(table[key]), f"measured matmul peak of {model} ({dtype}, cached)"
     peak, source, cpu_share = measure_matmul_peak(dtype)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    load = load_average()
     # A busy machine measures low, and a low peak cached would report MFU above 100% ever after.
     # The load average lags by a minute, so the measurement's own share of the CPU it asked for
     # is checked too (another process running beside it takes part of that).
-    if load > 0.75 * (os.cpu_count() or 1) or cpu_share < MIN_CPU_SHARE:
+    if too_busy_to_cache(load) or cpu_share < MIN_CPU_SHARE:
         return peak, (
             f"{source} of {model}, under load {load:.1f} (CPU share {cpu_share:.0%}), not cached"
         )
-    if path:
-        try:
-            write_json(path, {**table, key: peak})
-        except OSError:
-            pass
+    write_cache_table(path, {**table, key: peak})
     return peak, f"{source} of {model}"
 
 

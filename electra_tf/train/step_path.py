@@ -21,12 +21,12 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
 
 from electra_tf.errors import UserError
-from electra_tf.io_utils import cache_dir, read_json, write_json
+from electra_tf.io_utils import read_cache_table, read_json, write_cache_table
 from electra_tf.train import devices
 
 AUTO = "auto"
@@ -58,18 +58,19 @@ def candidate_precisions(precision: str, accelerator: Optional[str]) -> List[str
     return ["float32", "mixed_bfloat16", *extra]
 
 
+def rule_compilation(fused: bool, rule_jit: bool) -> Tuple[bool, bool]:
+    """(jit_compile, fused_elementwise) of `jit_compile: auto` unmeasured: the rule's XLA choice;
+    the fused pieces only on the graph path (a compiled step fuses them anyway)."""
+    return rule_jit, fused and not rule_jit
+
+
 def candidate_compilations(jit_compile, fused: bool, rule_jit: bool) -> List[Tuple[bool, bool]]:
-    """(jit_compile, fused_elementwise) pairs, the baseline first."""
+    """(jit_compile, fused_elementwise) pairs, the baseline first: the rule's, the other XLA
+    choice, the graph path with the fused pieces (each once)."""
     if jit_compile != AUTO:
         return [(bool(jit_compile), fused)]
-    pairs = [(rule_jit, fused and not rule_jit), (not rule_jit, False)]
-    # the fused pieces only matter on the graph path (a compiled step fuses them anyway)
-    pairs.append((False, True))
-    unique = []
-    for p in pairs:
-        if p not in unique:
-            unique.append(p)
-    return unique
+    pairs = [rule_compilation(fused, rule_jit), (not rule_jit, False), (False, True)]
+    return list(dict.fromkeys(pairs))
 
 
 def candidates(scale, accelerator: Optional[str], rule_jit: bool) -> List[StepPath]:
@@ -125,7 +126,7 @@ def choose(
     config,
     time_path: Callable[[StepPath], float],
     num_replicas: int = 1,
-    resumed_config: Optional[str] = None,
+    resumed_config: Union[None, str, Callable[[], Optional[str]]] = None,
     log: Callable[[str], None] = print,
     vocab_size: Optional[int] = None,
     multi_worker: bool = False,
@@ -133,7 +134,9 @@ def choose(
     """(the path, why) for `config`'s `precision` / `jit_compile` / `fused_elementwise`.
 
     `time_path(path)` returns seconds per step of the configured step on that path;
-    `resumed_config`: the config.json of the run being resumed (its path is kept). Workers of
+    `resumed_config`: the config.json of the run being resumed (its path is kept), or a function
+    giving it (called only when something is "auto": finding the checkpoint reads the run
+    directory). Workers of
     a multi-worker run would each time their own steps and could choose differently, so there
     `precision: auto` is an error and `jit_compile: auto` takes the rule."""
     s = config.scale
@@ -141,19 +144,20 @@ def choose(
     rule_jit, rule_reason = devices.choose_jit_compile(s.jit_compile)
     if s.precision != AUTO and s.jit_compile != AUTO:
         return StepPath(s.precision, s.jit_compile, s.fused_elementwise), rule_reason
+    by_rule = StepPath(s.precision, *rule_compilation(s.fused_elementwise, rule_jit))
     if multi_worker:
         if s.precision == AUTO:
             raise UserError(
                 "precision: auto measures on one machine; a multi-worker run needs it set "
                 "(run a single-worker run with precision auto once to see which path wins)"
             )
-        return StepPath(s.precision, rule_jit, s.fused_elementwise and not rule_jit), (
-            f"{rule_reason}; not measured in a multi-worker run"
-        )
+        return by_rule, f"{rule_reason}; not measured in a multi-worker run"
+    if callable(resumed_config):
+        resumed_config = resumed_config()
     if resumed_config and (kept := recorded_path(resumed_config)) is not None:
         return kept, f"auto: kept from the resumed run's {os.path.basename(resumed_config)}"
     if s.precision != AUTO and config.optimizer.num_train_steps < MIN_MEASURED_STEPS:
-        return StepPath(s.precision, rule_jit, s.fused_elementwise and not rule_jit), (
+        return by_rule, (
             f"{rule_reason}; not measured: {config.optimizer.num_train_steps} steps, fewer "
             f"than the {MIN_MEASURED_STEPS} where measuring the paths pays"
         )
@@ -161,9 +165,7 @@ def choose(
     key = cache_key(config, num_replicas, accelerator, vocab_size) + "|" + ";".join(
         p.describe() for p in paths
     )
-    directory = cache_dir()
-    cache_file = os.path.join(directory, CACHE_FILE) if directory else None
-    table = _read_table(cache_file)
+    cache_file, table = read_cache_table(CACHE_FILE)
     if key in table:
         entry = table[key]
         chosen = StepPath(**entry["chosen"])
@@ -179,15 +181,14 @@ def choose(
         f"measured s/step: {times}; the fastest unless under {1 - MIN_GAIN:.0%} of the "
         f"baseline ({paths[0].describe()})"
     )
-    if cache_file and _idle_enough():
-        try:
-            write_json(cache_file, {**table, key: {"chosen": chosen.hparams(), "why": why}})
-        except OSError:
-            pass
+    # our own measurement (minutes) raises the load average by up to about one CPU
+    if not devices.too_busy_to_cache(devices.load_average(), own_load=1.0):
+        write_cache_table(cache_file, {**table, key: {"chosen": chosen.hparams(), "why": why}})
     return chosen, "auto: " + why
 
 
-def synthetic_batch(batch_size: int, seq_len: int, vocab_size: int, special: Dict[str, int], seed=0):
+def synthetic_batch(batch_size: int, seq_len: int, vocab_size: int, special: Dict[str, int],
+                    seed: int = 0):  # fmt: skip
     """[CLS] a [SEP] b [SEP] with random word ids (no padding), as numpy int32 arrays: every
     position a real token, so a step on it does the most work a batch of this shape can ask."""
     import numpy as np
@@ -225,25 +226,10 @@ def seconds_per_step(trainer, warmup_steps: int = 2, timed_calls: int = 2, steps
     def call(k):
         t0 = time.perf_counter()
         _, losses = fn(iterators, tf.constant(k, tf.int32))
-        tf.nest.map_structure(lambda t: t.numpy(), losses)
+        losses.numpy()  # waits for the steps' work
         return (time.perf_counter() - t0) / k
 
     call(1)
     if warmup_steps:
         call(warmup_steps)
     return min(call(steps_per_call) for _ in range(timed_calls))
-
-
-def _read_table(path: Optional[str]) -> dict:
-    if not path or not os.path.exists(path):
-        return {}
-    try:
-        return read_json(path)
-    except Exception:  # a damaged cache is measured again, never an error
-        return {}
-
-
-def _idle_enough() -> bool:
-    """Was the machine idle enough for the timings to be worth caching (as the peak's rule)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return load <= 0.75 * (os.cpu_count() or 1) + 1.0

@@ -98,10 +98,12 @@ class Trainer:
         if self.layout.is_chief:
             self.run.lock(log).release()
         # precision / XLA: as set, or the fastest measured path for "auto" (`train.step_path`)
-        resumed = self.run.config_path if self.run.latest_checkpoint() else None
+        def resumed_config():
+            return self.run.config_path if self.run.latest_checkpoint() else None
+
         self.path, self.path_reason = step_path.choose(
-            c, self._seconds_per_step, self.layout.num_replicas, resumed, log, self.vocab_size,
-            multi_worker=self.layout.num_replicas > self.layout.num_local,
+            c, self._seconds_per_step, self.layout.num_replicas, resumed_config, log,
+            self.vocab_size, multi_worker=self.layout.num_replicas > self.layout.num_local,
         )  # fmt: skip
         scale = dataclasses.replace(c.scale, **self.path.hparams())
         self.config = c = dataclasses.replace(c, scale=scale)
@@ -125,11 +127,18 @@ class Trainer:
         self.flops_per_step = flops.paper
         # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU
         self.real_flops_per_step = flops.real
-        self.jit_compile, self.jit_reason = c.scale.jit_compile, self.path_reason
         self.peak_flops, self.peak_source = devices.peak_flops(
             c.scale.precision, c.scale.peak_flops
         )
         self.train_summary: Dict[str, float] = {}  # filled by train(), merged into evaluate()
+
+    @property
+    def jit_compile(self) -> bool:
+        return self.path.jit_compile
+
+    @property
+    def jit_reason(self) -> str:
+        return self.path_reason
 
     def _seconds_per_step(self, path: step_path.StepPath) -> float:
         """Seconds per step of this run's step on `path` (a throwaway Trainer on a synthetic
@@ -141,11 +150,7 @@ class Trainer:
                 scale=dataclasses.replace(c.scale, **path.hparams()),
                 paths=dataclasses.replace(c.paths, model_dir=tmp),
             )
-            candidate = Trainer(config, strategy=self.strategy)
-            try:
-                return step_path.seconds_per_step(candidate)
-            finally:
-                del candidate
+            return step_path.seconds_per_step(Trainer(config, strategy=self.strategy))
 
     def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
         """This worker's input iterators, one per local replica (see `train.inputs`)."""
