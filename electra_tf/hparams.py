@@ -153,6 +153,13 @@ def require_seed(deterministic: bool, seed: Optional[int]) -> None:
         raise UserError('hparam deterministic: true needs a seed: set "seed" (an integer) too')
 
 
+def require_non_negative(**values: float) -> None:
+    """A one-line error for the first of `key=value` that is negative."""
+    for key, value in values.items():
+        if value < 0:
+            raise UserError(f"{key} must be >= 0, got {value}")
+
+
 def warn_once(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)

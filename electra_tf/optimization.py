@@ -99,6 +99,19 @@ def layerwise_lr_multipliers(
     return out
 
 
+def embedding_lr_multipliers(
+    variables: Sequence[tf.Variable], multiplier: float
+) -> Optional[Dict[str, float]]:
+    """`multiplier` for the embedding layer's variables (depth 0), 1 elsewhere; None at 1.
+
+    None (no multipliers at all) keeps the optimizer's update exactly the original's.
+    """
+    if multiplier == 1.0:
+        return None
+    # every depth but 0 is 1 at decay 1, so num_layers does not matter here
+    return layerwise_lr_multipliers(variables, 0, 1.0, embedding_multiplier=multiplier)
+
+
 def _path(v) -> str:
     return getattr(v, "path", None) or v.name.split(":")[0]
 

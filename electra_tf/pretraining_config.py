@@ -99,6 +99,8 @@ class OptimizerHparams:
     train_batch_size: int = hparam(128, help="global batch size (all replicas)")
     clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
+    # new: a rare word's row learns only when it is sampled; the layer fine-tuning's multiplies
+    embedding_lr_multiplier: float = hparam(1.0, help="times the embedding layer's rate; 0: frozen")
     # paper §3.2: the generator alone (MLM) for n steps, then the discriminator initialised
     # from it and trained with the generator frozen; 0: off
     two_stage_steps: int = hparam(0, help="steps of the generator-only first stage; 0: off")
@@ -272,6 +274,7 @@ class PretrainingConfig:
         ):
             if value < 1:
                 raise UserError(f"{key} must be positive, got {value}")
+        hp.require_non_negative(embedding_lr_multiplier=self.optimizer.embedding_lr_multiplier)
         accum = s.gradient_accumulation_steps
         if accum < 1 or self.optimizer.train_batch_size % accum:
             raise UserError(

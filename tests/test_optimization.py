@@ -73,3 +73,29 @@ def test_layer_depths_follow_the_original():
     assert layer_depth("electra/encoder/layer_0/output/dense/kernel", 12) == 1
     assert layer_depth("electra/encoder/layer_11/output/dense/kernel", 12) == 12
     assert layer_depth("task_specific/sst/dense/kernel", 12) == 14
+
+
+def test_pretraining_embedding_multiplier_scales_only_the_embedding_layers_first_update():
+    from electra_tf.optimization import embedding_lr_multipliers
+
+    paths = [
+        "electra/embeddings/word_embeddings",
+        "generator/embeddings_project/kernel",
+        "electra/encoder/layer_0/output/dense/kernel",
+        "generator_predictions/output_bias",
+    ]
+    made = [_Var(p, [[0.5, -1.0], [2.0, 0.25]]) for p in paths]
+    variables = [w.var for w in made]
+    for v, w in zip(variables, made):
+        v.path = w.path
+    assert embedding_lr_multipliers(variables, 1.0) is None  # the original's update, untouched
+    mult = embedding_lr_multipliers(variables, 4.0)
+    assert mult == {paths[0]: 4.0, paths[1]: 4.0, paths[2]: 1.0, paths[3]: 1.0}
+    opt = ElectraAdamW(0.01, variables, weight_decay_rate=0.0, clip_norm=None, lr_multipliers=mult)
+    opt.apply_gradients([tf.constant([[1.0, -1.0], [0.0, 2.0]])] * 4)
+    # by hand, first step: m = 0.1 g, v = 0.001 g^2, u = 0.1 g / (sqrt(0.001) |g| + 1e-6)
+    # = 3.16218 sign(g) (0 where g = 0); w -= lr * multiplier * u
+    u = np.array([[3.16218, -3.16218], [0.0, 3.16218]])
+    start = np.array([[0.5, -1.0], [2.0, 0.25]])
+    for v, m in zip(variables, (4.0, 4.0, 1.0, 1.0)):
+        np.testing.assert_allclose(v.numpy(), start - 0.01 * m * u, atol=2e-6)

@@ -46,6 +46,7 @@ def test_hparam_errors_are_one_line_naming_the_key(tmp_path):
     line = err('{"num_train_steps": "ten"}')
     assert "num_train_steps" in line and "expected int" in line and '"ten"' in line
     assert "expected float" in err('{"learning_rate": [1]}')
+    assert "embedding_lr_multiplier must be >= 0, got -1" in err('{"embedding_lr_multiplier": -1}')
     line = err('{"precision": "float8"}')
     assert "precision 'float8' is not one of float32, mixed_bfloat16, mixed_float16" in line
     bad = tmp_path / "bad.json"

@@ -26,7 +26,15 @@ from typing import Any, Literal, Optional, Union
 from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
 from electra_tf.finetune import registry
-from electra_tf.hparams import DISTRIBUTIONS, PRECISIONS, from_flat, hparam, require_seed, to_flat
+from electra_tf.hparams import (
+    DISTRIBUTIONS,
+    PRECISIONS,
+    from_flat,
+    hparam,
+    require_non_negative,
+    require_seed,
+    to_flat,
+)
 from electra_tf.model_config import MODEL_SIZES
 from electra_tf.optimization import OPTIMIZERS
 
@@ -334,12 +342,10 @@ class FinetuningConfig:
         for key in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length"):
             if int(getattr(self, key)) < 1:
                 raise UserError(f"{key} must be positive, got {getattr(self, key)}")
-        if self.num_train_epochs < 0:
-            raise UserError(f"num_train_epochs must be >= 0, got {self.num_train_epochs}")
-        if self.embedding_lr_multiplier < 0:
-            raise UserError(
-                f"embedding_lr_multiplier must be >= 0, got {self.embedding_lr_multiplier}"
-            )
+        require_non_negative(
+            num_train_epochs=self.num_train_epochs,
+            embedding_lr_multiplier=self.embedding_lr_multiplier,
+        )
         if not 0 <= self.warmup_proportion <= 1:
             raise UserError(f"warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
         if self.save_checkpoints_steps < 1:

@@ -24,7 +24,7 @@ from electra_tf import run_dir, vocab
 from electra_tf.errors import UserError
 from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
-from electra_tf.optimization import make_optimizer
+from electra_tf.optimization import embedding_lr_multipliers, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train import devices, step_path, two_stage
 from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start_and_log
@@ -120,6 +120,9 @@ class Trainer:
                 self.model.trainable_weights,
                 weight_decay_rate=o.weight_decay_rate,
                 clip_norm=o.clip_norm,
+                lr_multipliers=embedding_lr_multipliers(
+                    self.model.trainable_weights, o.embedding_lr_multiplier
+                ),
             )
             self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
         flops = step_flops(c, self.vocab_size)
