@@ -129,7 +129,8 @@ def main() -> None:
         raise UserError("--checkpoint and --export_dir are required")
     if os.path.isdir(FLAGS.export_dir) and os.listdir(FLAGS.export_dir):  # before importing TF
         raise UserError(f"{FLAGS.export_dir}: the export directory is not empty; choose a new one")
-    from electra_tf import export, loading, run_dir
+    from electra_tf import export, run_dir
+    from electra_tf.checkpoint import load_model
 
     export.check_export_dir(FLAGS.export_dir)
     prefix = run_dir.resolve_checkpoint(FLAGS.checkpoint)
@@ -153,14 +154,14 @@ def main() -> None:
         )
     elif FLAGS.format == "huggingface":
         check_vocab_found(vocab_file, prefix, run_dir)
-        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         names = export.export_huggingface(
             loaded, FLAGS.head, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case
         )
         print(f"wrote the {FLAGS.head} ({len(names)} tensors) to {FLAGS.export_dir}")
     elif FLAGS.format == "keras_hub":
-        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         names = export.export_keras_hub(
             loaded,
@@ -175,7 +176,7 @@ def main() -> None:
         )
     elif FLAGS.format == "saved_model":
         check_vocab_found(vocab_file, prefix, run_dir)
-        loaded = loading.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
         export.export_saved_model(
             loaded,
@@ -187,7 +188,7 @@ def main() -> None:
         )
         print(f"wrote the {FLAGS.head} SavedModel to {FLAGS.export_dir}")
     else:
-        loaded = loading.load_networks(prefix, FLAGS.model_config, None)
+        loaded = load_model.load_networks(prefix, FLAGS.model_config, None)
         print(loaded.report.summary(), flush=True)
         names = export.export_original_checkpoint(loaded, FLAGS.export_dir, vocab_file)
         print(f"wrote {len(names)} variables ({', '.join(loaded.parts)}) to {FLAGS.export_dir}")

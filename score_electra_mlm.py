@@ -45,7 +45,8 @@ FLAGS = flags.FLAGS
 def main(_argv) -> None:
     import numpy as np
 
-    from electra_tf import loading, pretraining_data, run_dir, vocab
+    from electra_tf import pretraining_data, run_dir, vocab
+    from electra_tf.checkpoint import load_model
     from electra_tf.electra_mlm import ElectraMLMScorer
 
     if not FLAGS.data_dir or not (FLAGS.model_name or FLAGS.checkpoint):
@@ -61,13 +62,13 @@ def main(_argv) -> None:
             )
         vocab_file = os.path.join(FLAGS.data_dir, run_dir.VOCAB_FILE)  # the records' vocab
         tokens = vocab.read_vocab(vocab_file)
-        loaded = loading.load_networks(
+        loaded = load_model.load_networks(
             FLAGS.checkpoint,
             data_dir=FLAGS.data_dir,
             special_ids=vocab.special_token_ids(tokens, vocab_file),
             max_seq_length=FLAGS.max_seq_length,
         )
-        absent = [p for p in loading.PARTS if p not in loaded.parts]
+        absent = [p for p in load_model.PARTS if p not in loaded.parts]
         if absent:
             raise UserError(
                 f"{FLAGS.checkpoint}: scoring needs both networks and both heads; it lacks "
@@ -79,7 +80,7 @@ def main(_argv) -> None:
             run_dir.model_dir(FLAGS.data_dir, FLAGS.model_name) if FLAGS.model_name else None
         )
     else:
-        config = loading.run_config(FLAGS.data_dir, FLAGS.model_name)
+        config = load_model.run_config(FLAGS.data_dir, FLAGS.model_name)
         model_dir = config.paths.model_dir
     what = model_dir or FLAGS.checkpoint
     if not config.objective_class.detects_replaced_tokens:
@@ -91,7 +92,7 @@ def main(_argv) -> None:
     if config.generator.uniform_generator:
         raise UserError(f"{what}: a uniform / unigram generator has no top-k to score")
     if not FLAGS.checkpoint:
-        run = loading.load_run(config)
+        run = load_model.load_run(config)
         model, latest = run.model, run.prefix
     files = pretraining_data.check_tfrecords(
         config.paths.pretrain_tfrecords, config.model.max_seq_length

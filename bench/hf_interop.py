@@ -82,10 +82,11 @@ def delta(ours: np.ndarray, theirs: np.ndarray, mask: np.ndarray) -> dict:
 
 def export(checkpoint: str, head: str, out: str, fmt: str) -> None:
     from electra_tf import export as ex
-    from electra_tf import loading, run_dir
+    from electra_tf import run_dir
+    from electra_tf.checkpoint import load_model
 
     vocab = run_dir.vocab_beside(checkpoint)
-    loaded = loading.load_networks(checkpoint, head=head)
+    loaded = load_model.load_networks(checkpoint, head=head)
     if fmt == "saved_model":
         ex.export_saved_model(loaded, head, out, vocab)
     else:

@@ -83,7 +83,8 @@ def main() -> None:
     from test_checkpoints import VOCAB
     from test_keras_hub import BACKBONE, keras_hub_pack
 
-    from electra_tf import data_layout, loading
+    from electra_tf import data_layout
+    from electra_tf.checkpoint import load_model
 
     rows, warned, failed = [], [], False
     vocab_file = data_layout.vocab_file(work)
@@ -149,7 +150,7 @@ def main() -> None:
         probe = [ln for ln in p.stderr.splitlines() if "tanh approximation" in ln]
         tok = keras_hub.models.ElectraTokenizer.from_preset(out_dir)
         xr = keras_hub_pack(tok, TEXTS, length=32)
-        enc = loading.load_networks(run, head="encoder").networks.discriminator
+        enc = load_model.load_networks(run, head="encoder").networks.discriminator
         ours = enc(xr["token_ids"], xr["padding_mask"], xr["segment_ids"]).numpy()
         for b in backends:
             out = load_in(b, out_dir, xr["token_ids"])

@@ -195,7 +195,7 @@ def find_checkpoint(path: str) -> Optional[str]:
     as it is."""
     import tensorflow as tf
 
-    from electra_tf import checkpoint_files
+    from electra_tf.checkpoint import files as checkpoint_files
 
     if os.path.isdir(path):
         found = checkpoint_files.newest_complete(path, lambda m: print(m, file=sys.stderr))

@@ -109,7 +109,8 @@ def encode(encoder, tokenizer, sentences: List[str], max_len: int) -> Dict[str, 
 def load_encoder(checkpoint: str, random_init: bool):
     import tensorflow as tf
 
-    from electra_tf import checkpoints, run_dir
+    from electra_tf import run_dir
+    from electra_tf.checkpoint import restore
     from electra_tf.modeling.encoder import TransformerEncoder
     from electra_tf.tokenization import FullTokenizer
 
@@ -124,7 +125,7 @@ def load_encoder(checkpoint: str, random_init: bool):
     ids = tf.zeros([1, 8], tf.int32)
     encoder(ids, ids + 1, ids)
     if not random_init:
-        checkpoints.restore_discriminator(encoder, prefix)
+        restore.restore_discriminator(encoder, prefix)
     vocab_file = run_dir.vocab_beside(prefix) or config.hparams.get("vocab_file")
     if not vocab_file:
         raise UserError(f"{checkpoint}: no vocab beside the checkpoint, none in its config")

@@ -202,7 +202,7 @@ h = {"pretrain_tfrecords": a}
 
 # -- one owner each: the training loops' checkpoint manager, and the signal handlers -----------
 OWNERS = {
-    "CheckpointManager": "electra_tf/train/checkpointing.py",
+    "CheckpointManager": "electra_tf/checkpoint/manager.py",
     "signal handler": "electra_tf/train/preemption.py",
 }
 

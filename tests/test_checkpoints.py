@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import checkpoints, loading, run_dir
+from electra_tf import run_dir
+from electra_tf.checkpoint import load_model, restore
 from electra_tf.errors import UserError
 from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.encoder import TransformerEncoder
@@ -157,8 +158,8 @@ def original(tmp_path_factory):
 
 def test_fake_original_loads_every_variable_by_name(original):
     prefix, values, config = original
-    loaded = loading.load_networks(prefix, config)
-    assert loaded.parts == loading.PARTS
+    loaded = load_model.load_networks(prefix, config)
+    assert loaded.parts == load_model.PARTS
     nets = loaded.networks
     got = {w.path: w.numpy() for w in nets.weights_of(loaded.parts)}
     assert set(got) == set(values)  # exactly the original's names, none missing, none extra
@@ -179,10 +180,10 @@ def test_restore_discriminator_from_original_skips_the_generator(original):
     # built by a first call, as fine-tuning's build_model does
     enc = TransformerEncoder(run_dir.read_run_config(config).model_config, name="electra")
     enc(tf.zeros([1, 4], tf.int32), tf.ones([1, 4], tf.int32), tf.zeros([1, 4], tf.int32))
-    assert checkpoints.restore_discriminator(enc, os.path.dirname(prefix)) == prefix
+    assert restore.restore_discriminator(enc, os.path.dirname(prefix)) == prefix
     for w in enc.weights:
         np.testing.assert_array_equal(w.numpy(), values[w.path])
-    report = checkpoints.restore_by_name(enc.weights, prefix)
+    report = restore.restore_by_name(enc.weights, prefix)
     n_other = sum(not n.startswith("electra/") for n in values)
     assert report.skipped["of other networks"] == n_other
 
@@ -197,14 +198,14 @@ def test_missing_names_fail_loudly_with_the_list(tmp_path):
     enc = TransformerEncoder(config, name="electra")
     enc.build()
     with pytest.raises(UserError) as e:
-        checkpoints.restore_discriminator(enc, prefix)
+        restore.restore_discriminator(enc, prefix)
     msg = str(e.value)
     assert "2 variable(s) of the discriminator encoder are not in the checkpoint" in msg
     assert "electra/encoder/layer_1/attention/self/query/kernel" in msg
     assert "electra/embeddings/LayerNorm/gamma" in msg
     # a partial restore returns them instead
     _, model = make_pretrainer()
-    count, missing = checkpoints.warm_start(model, prefix)
+    count, missing = restore.warm_start(model, prefix)
     assert count == len(names)
     assert "electra/embeddings/LayerNorm/gamma" in missing
     assert "generator/encoder/layer_0/attention/self/query/kernel" in missing
@@ -214,7 +215,7 @@ def test_shape_mismatch_names_the_variable_and_both_shapes(original, tmp_path):
     prefix, _, _ = original
     config = bert_config(str(tmp_path / "c.json"), hidden_size=48, num_attention_heads=3)
     with pytest.raises(UserError) as e:
-        loading.load_networks(prefix, config, "discriminator")
+        load_model.load_networks(prefix, config, "discriminator")
     msg = str(e.value)
     assert "electra/embeddings_project/kernel is [16, 32] in the checkpoint but [16, 48]" in msg
 
@@ -223,7 +224,7 @@ def test_wrong_vocab_size_is_named(original, tmp_path):
     prefix, _, _ = original
     config = bert_config(str(tmp_path / "c.json"), vocab_size=V + 5)
     with pytest.raises(UserError, match=f"vocab_size {V + 5} does not match.*{V} word emb"):
-        loading.load_networks(prefix, config, "encoder")
+        load_model.load_networks(prefix, config, "encoder")
 
 
 def test_directory_without_checkpoint(tmp_path):
@@ -236,22 +237,22 @@ def test_directory_without_checkpoint(tmp_path):
 
 def test_object_based_checkpoint_restores_and_warm_starts(tmp_path):
     model, prefix = write_run(str(tmp_path / "run"), seed=1)
-    assert checkpoints.is_object_based(prefix)
+    assert restore.is_object_based(prefix)
     want = {w.path: w.numpy() for w in model.weights}
     # the discriminator alone (fine-tuning's path), from the run directory
     config = run_dir.read_run_config(str(tmp_path / "run" / "config.json")).model_config
     enc = TransformerEncoder(config, name="electra")
     enc.build()
-    assert checkpoints.restore_discriminator(enc, str(tmp_path / "run")) == prefix
+    assert restore.restore_discriminator(enc, str(tmp_path / "run")) == prefix
     for w in enc.weights:
         np.testing.assert_array_equal(w.numpy(), want[w.path], err_msg=w.path)
     # warm start of a whole pretrainer
     _, other = make_pretrainer(seed=2)
-    count, missing = checkpoints.warm_start(other, prefix)
+    count, missing = restore.warm_start(other, prefix)
     assert missing == [] and count == len({id(w) for w in other.weights})
     for w in other.weights:
         np.testing.assert_array_equal(w.numpy(), want[w.path], err_msg=w.path)
-    report = checkpoints.restore_objects({"model": other}, prefix)
+    report = restore.restore_objects({"model": other}, prefix)
     assert report.skipped == {"optimizer state": 1, "other objects": 2}  # step, save_counter
 
 
@@ -259,7 +260,7 @@ def test_object_based_shape_mismatch(tmp_path):
     _, prefix = write_run(str(tmp_path / "run"))
     config = bert_config(str(tmp_path / "c.json"), intermediate_size=I + 8)
     with pytest.raises(UserError) as e:
-        loading.load_networks(prefix, config, "encoder")
+        load_model.load_networks(prefix, config, "encoder")
     assert "electra/encoder/layer_0/intermediate/dense/kernel is [32, 64] in the checkpoint " in (
         str(e.value)
     )

@@ -14,7 +14,8 @@ import tensorflow as tf
 from harness import SPECIAL, TINY, TINY_RUN, VOCAB, run_script
 from test_checkpoints import V, write_fake_original
 
-from electra_tf import checkpoints, masking
+from electra_tf import masking
+from electra_tf.checkpoint import restore
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import TransformerFlops
 from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
@@ -202,7 +203,7 @@ def test_an_original_electric_checkpoint_loads(tmp_path):
     values = write_fake_original(prefix, names)
     config = PretrainingConfig.from_flat("t", "/nonexistent", {**CK_TINY, **ELECTRIC})
     model = build_pretrainer(config, V, {"pad": 0, "cls": 2, "sep": 3, "mask": 4})
-    restored, missing = checkpoints.warm_start(model, prefix)
+    restored, missing = restore.warm_start(model, prefix)
     assert missing == [] and restored == len(names) == len(model.trainable_weights)
     for v in model.trainable_weights:
         np.testing.assert_array_equal(v.numpy(), values[v.path])
@@ -264,14 +265,14 @@ def test_run_pretraining_trains_electric_and_describes_the_original_count(tiny_d
 def test_an_electric_run_exports_its_discriminator_not_a_generator_head(tmp_path, monkeypatch):
     import test_checkpoints
 
-    from electra_tf import loading
+    from electra_tf.checkpoint import load_model
 
     monkeypatch.setattr(test_checkpoints, "TINY", {**test_checkpoints.TINY, **ELECTRIC})
     model, prefix = test_checkpoints.write_run(str(tmp_path / "run"))
     assert model.two_tower
     with pytest.raises(UserError, match="two-tower cloze generator has no masked-LM export"):
-        loading.load_networks(prefix, None, "generator")
-    loaded = loading.load_networks(prefix, None, "discriminator")
+        load_model.load_networks(prefix, None, "generator")
+    loaded = load_model.load_networks(prefix, None, "discriminator")
     for v in model.discriminator.weights:  # the trained discriminator, not a fresh one
         ours = {w.path: w for w in loaded.networks.discriminator.weights}[v.path]
         np.testing.assert_array_equal(ours.numpy(), v.numpy())

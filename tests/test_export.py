@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 from test_checkpoints import SPECIAL, V, original_names, write_run
 
-from electra_tf import export, loading
+from electra_tf import export
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.packing import truncate_pair
 from electra_tf.tokenization import FullTokenizer
@@ -66,8 +67,8 @@ def run(tmp_path_factory):
 
 def test_original_layout_round_trip(run, tmp_path):
     run_dir, model, _ = run
-    loaded = loading.load_networks(run_dir)
-    assert loaded.parts == loading.PARTS and loaded.step == 7
+    loaded = load_model.load_networks(run_dir)
+    assert loaded.parts == load_model.PARTS and loaded.step == 7
     out = str(tmp_path / "original")
     written = export.export_original_checkpoint(loaded, out, os.path.join(run_dir, "vocab.txt"))
     # what a tool built for the released checkpoints sees (HF's converter lists names this way)
@@ -79,7 +80,7 @@ def test_original_layout_round_trip(run, tmp_path):
     assert json.load(open(os.path.join(out, "generator_config.json")))["hidden_size"] == 24
     assert open(os.path.join(out, "vocab.txt")).read() == open(f"{run_dir}/vocab.txt").read()
     # and back: the original layout -> this project's networks, identical outputs
-    back = loading.load_networks(out)
+    back = load_model.load_networks(out)
     assert back.report.format == "original" and back.report.missing == []
     ids, mask, seg = batch()
     want = keras_outputs(model, ids, mask, seg)
@@ -121,7 +122,7 @@ print(sorted(m.signatures))
 @pytest.mark.slow
 def test_saved_model_signatures_match_keras_and_the_tokenizer(run, tmp_path):
     run_dir, model, prefix = run
-    loaded = loading.load_networks(prefix, None, "discriminator")
+    loaded = load_model.load_networks(prefix, None, "discriminator")
     out = str(tmp_path / "saved")
     vocab = os.path.join(run_dir, "vocab.txt")
     export.export_saved_model(loaded, "discriminator", out, vocab, max_seq_length=MAX_LEN)
@@ -167,7 +168,7 @@ def test_saved_model_signatures_match_keras_and_the_tokenizer(run, tmp_path):
 
 def test_generator_head_serves_logits_at_every_position(run, tmp_path):
     run_dir, model, prefix = run
-    loaded = loading.load_networks(run_dir, os.path.join(run_dir, "config.json"), "generator")
+    loaded = load_model.load_networks(run_dir, os.path.join(run_dir, "config.json"), "generator")
     assert loaded.parts == ("generator", "generator_predictions")
     nets = loaded.networks
     module = export.ServingModule(nets.generator, nets.generator_predictions, None, 8, SPECIAL)

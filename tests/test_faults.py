@@ -26,15 +26,10 @@ import tensorflow as tf
 from harness import ENV, REPO, TINY_RUN, error_line, run_script
 from test_finetune_run import DATA, ROOT, dummy_batch, save_name_based, tiny_config
 
-from electra_tf import (
-    checkpoint_files,
-    checkpoints,
-    errors,
-    hparams,
-    pretraining_data,
-    run_dir,
-    vocab,
-)
+from electra_tf import errors, hparams, pretraining_data, run_dir, vocab
+from electra_tf.checkpoint import files as checkpoint_files
+from electra_tf.checkpoint import restore
+from electra_tf.checkpoint.manager import CheckpointKeeper
 from electra_tf.errors import UserError
 from electra_tf.finetune import trials
 from electra_tf.finetune.config import FinetuningConfig
@@ -44,7 +39,6 @@ from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data.tfrecord_check import scan_shard
 from electra_tf.run_lock import RunLock
-from electra_tf.train.checkpointing import CheckpointKeeper
 from electra_tf.train.inputs import input_files
 
 STEP_LINE = re.compile(r"^step (\d+)/\d+ loss ([0-9.naninf+-]+)", re.M)
@@ -737,7 +731,7 @@ def test_damaged_files_read_elsewhere_are_one_line_naming_them(tmp_path):
     damaged[len(damaged) // 2] ^= 1
     open(data, "wb").write(bytes(damaged))
     with pytest.raises(UserError) as e:
-        checkpoints.restore_discriminator(enc, prefix)
+        restore.restore_discriminator(enc, prefix)
     assert str(e.value).startswith(f"{prefix}: the checkpoint does not read back (")
     assert "Checksum does not match" in str(e.value) and "\n" not in str(e.value)
     # a vocab file that is not UTF-8

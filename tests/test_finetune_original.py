@@ -167,7 +167,8 @@ def test_warmup_steps_are_a_float(monkeypatch, pretrained):
 def test_pretrained_export_defaults_to_the_models_positions(tmp_path, monkeypatch):
     import test_checkpoints
 
-    from electra_tf import loading, run_dir
+    from electra_tf import run_dir
+    from electra_tf.checkpoint import load_model
 
     tiny = test_checkpoints.TINY
     layers = {**tiny["model_hparam_overrides"], "max_position_embeddings": 64}
@@ -181,7 +182,7 @@ def test_pretrained_export_defaults_to_the_models_positions(tmp_path, monkeypatc
     )
     test_checkpoints.write_vocab(os.path.join(d, "vocab.txt"))
     prefix = tf.train.Checkpoint(model=model).save(os.path.join(d, "ckpt"))
-    loaded = loading.load_networks(prefix, None, "discriminator")
+    loaded = load_model.load_networks(prefix, None, "discriminator")
     assert loaded.networks.discriminator.config.max_position_embeddings == 64
     out = str(tmp_path / "saved")
     export.export_saved_model(loaded, "discriminator", out, os.path.join(d, "vocab.txt"))

@@ -25,7 +25,8 @@ from test_checkpoints import (
     write_vocab,
 )
 
-from electra_tf import checkpoints, export, loading, run_dir
+from electra_tf import export, run_dir
+from electra_tf.checkpoint import load_model, restore
 from electra_tf.finetune import pretrained
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
@@ -170,7 +171,7 @@ def outputs(nets, ids, mask, seg) -> dict:
 
 def test_hand_made_discriminator_computes_what_our_layout_computes(hf):
     _, model, disc, _ = hf
-    loaded = loading.load_networks(disc, head="discriminator")
+    loaded = load_model.load_networks(disc, head="discriminator")
     assert loaded.parts == ("discriminator", "discriminator_predictions")
     assert loaded.report.format == "huggingface" and len(loaded.report.restored) == 43
     assert loaded.config.kind == run_dir.HUGGINGFACE and loaded.config.do_lower_case is False
@@ -182,8 +183,8 @@ def test_hand_made_discriminator_computes_what_our_layout_computes(hf):
 
 def test_hand_made_pair_is_both_networks_with_tied_embeddings(hf):
     _, model, disc, gen = hf
-    loaded = loading.load_networks(f"{disc},{gen}")
-    assert loaded.parts == loading.PARTS
+    loaded = load_model.load_networks(f"{disc},{gen}")
+    assert loaded.parts == load_model.PARTS
     nets = loaded.networks
     assert nets.generator is not nets.discriminator
     assert nets.generator.embeddings is nets.discriminator.embeddings  # the same tables: tied
@@ -192,7 +193,7 @@ def test_hand_made_pair_is_both_networks_with_tied_embeddings(hf):
     for key in ours:
         np.testing.assert_array_equal(theirs[key], ours[key])
     # the generator alone: it is the only network, its head the generator head
-    alone = loading.load_networks(gen, head="generator")
+    alone = load_model.load_networks(gen, head="generator")
     assert alone.parts == ("discriminator", "generator_predictions")
     g = alone.networks
     np.testing.assert_array_equal(
@@ -207,7 +208,7 @@ def test_untied_generator_output_layer(hf, tmp_path):
     out_w = np.random.default_rng(3).normal(0, 0.1, (V, E)).astype(np.float32)
     t["generator_lm_head.weight"] = out_w
     config = hf_config("ElectraForMaskedLM", HG, 1, IG, tie_word_embeddings=False)
-    loaded = loading.load_networks(write_hf(str(tmp_path / "g"), t, config), head="generator")
+    loaded = load_model.load_networks(write_hf(str(tmp_path / "g"), t, config), head="generator")
     g = loaded.networks
     ids, mask, seg = batch(2)
     head = model.generator_predictions
@@ -227,7 +228,7 @@ def test_untied_generator_output_layer(hf, tmp_path):
 def test_export_writes_the_documented_tensors_and_round_trips_exactly(hf, head, tmp_path):
     run, model, _, _ = hf
     v = values(model)
-    loaded = loading.load_networks(run, head=head)
+    loaded = load_model.load_networks(run, head=head)
     out = str(tmp_path / head)
     export.export_huggingface(loaded, head, out, os.path.join(run, "vocab.txt"), do_lower_case=True)
     written = load_file(os.path.join(out, "model.safetensors"))
@@ -253,7 +254,7 @@ def test_export_writes_the_documented_tensors_and_round_trips_exactly(hf, head, 
     assert json.load(open(os.path.join(out, "special_tokens_map.json")))["cls_token"] == "[CLS]"
     assert open(os.path.join(out, "vocab.txt")).read().split() == VOCAB
     # ... and back: every weight of the network and head as it was
-    back = loading.load_networks(out, head=head)
+    back = load_model.load_networks(out, head=head)
     got = {w.path: w.numpy() for w in back.networks.weights_of(back.parts)}
     src = {"generator": ("discriminator", "generator_predictions")}.get(head, back.parts)
     assert len(got) == len(loaded.networks.weights_of(loaded.parts))
@@ -266,16 +267,16 @@ def test_export_writes_the_documented_tensors_and_round_trips_exactly(hf, head, 
 
 def test_pair_round_trip_and_pretraining_warm_start(hf, tmp_path):
     run, model, _, _ = hf
-    loaded = loading.load_networks(run)
+    loaded = load_model.load_networks(run)
     d, g = str(tmp_path / "d"), str(tmp_path / "g")
     export.export_huggingface(loaded, "discriminator", d, os.path.join(run, "vocab.txt"))
     export.export_huggingface(loaded, "generator", g, os.path.join(run, "vocab.txt"))
-    back = loading.load_networks(f"{d},{g}")
+    back = load_model.load_networks(f"{d},{g}")
     v = values(model)
-    for w in back.networks.weights_of(loading.PARTS):
+    for w in back.networks.weights_of(load_model.PARTS):
         np.testing.assert_array_equal(w.numpy(), v[w.path], err_msg=w.path)
     _, fresh = make_pretrainer(seed=5)
-    restored, missing = checkpoints.warm_start(fresh, f"{d},{g}")
+    restored, missing = restore.warm_start(fresh, f"{d},{g}")
     assert missing == [] and restored == len({id(w) for w in fresh.weights})
     for w in fresh.weights:
         np.testing.assert_array_equal(w.numpy(), v[w.path], err_msg=w.path)
@@ -363,7 +364,7 @@ def test_score_electra_mlm_scores_a_pair_as_it_scores_the_run(tiny_dataset, tmp_
     run.write_config(run_dir.PRETRAINING, config.to_flat(), disc, gen)
     run.copy_vocab(vocab_file)
     tf.train.Checkpoint(model=model).save(os.path.join(run.path, "ckpt"))
-    loaded = loading.load_networks(run.path)
+    loaded = load_model.load_networks(run.path)
     d, g = str(tmp_path / "d"), str(tmp_path / "g")
     export.export_huggingface(loaded, "discriminator", d, vocab_file)
     export.export_huggingface(loaded, "generator", g, vocab_file)
@@ -388,7 +389,7 @@ def test_a_directory_without_tokenizer_exports_the_ids_signature_only(hf, tmp_pa
     config = hf_config("ElectraForPreTraining", H, 2, I)
     d = write_hf(str(tmp_path / "d"), hf_discriminator(values(model)), config, vocab=False)
     assert run_dir.vocab_beside(d) is None
-    loaded = loading.load_networks(d, head="discriminator")
+    loaded = load_model.load_networks(d, head="discriminator")
     out = str(tmp_path / "sm")
     export.export_saved_model(loaded, "discriminator", out, None)
     served = tf.saved_model.load(out)

@@ -11,7 +11,8 @@ from harness import error_line, run_script
 from test_checkpoints import HG, IG, H, I, V, write_run
 from test_huggingface import hf_config, hf_discriminator, hf_generator, values, write_hf
 
-from electra_tf import loading, run_dir
+from electra_tf import run_dir
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 
 
@@ -35,7 +36,7 @@ def test_pytorch_model_bin_is_never_loaded(tmp_path):
     with pytest.raises(UserError, match="pytorch_model.bin, a pickle.*save it as safetensors"):
         run_dir.find_checkpoint(str(d))
     with pytest.raises(UserError, match="pytorch_model.bin"):
-        loading.load_networks(str(d))
+        load_model.load_networks(str(d))
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,7 @@ def test_config_values_that_cannot_be_represented_name_the_key(
 ):
     d = disc_dir(tmp_path / "d", tensors[0], **{key: value})
     with pytest.raises(UserError, match=match) as e:
-        loading.load_networks(d)
+        load_model.load_networks(d)
     assert os.path.join(d, "config.json") in str(e.value)
 
 
@@ -64,7 +65,7 @@ def test_missing_unexpected_and_misshapen_tensors_are_listed(tensors, tmp_path):
     t["electra.pooler.dense.weight"] = np.zeros([H, H])
     t["discriminator_predictions.dense.weight"] = np.zeros([H, 3])
     with pytest.raises(UserError) as e:
-        loading.load_networks(disc_dir(tmp_path / "d", t))
+        load_model.load_networks(disc_dir(tmp_path / "d", t))
     msg = str(e.value)
     assert "read as ElectraForPreTraining" in msg
     assert "1 missing tensor(s): electra.encoder.layer.1.output.dense.bias" in msg
@@ -75,7 +76,7 @@ def test_missing_unexpected_and_misshapen_tensors_are_listed(tensors, tmp_path):
 def test_a_config_that_does_not_fit_the_tensors(tensors, tmp_path):
     # the tensors of 2 layers, a config of 3: the third layer's tensors are missing
     with pytest.raises(UserError, match=r"16 missing tensor\(s\): electra.encoder.layer.2"):
-        loading.load_networks(disc_dir(tmp_path / "d", tensors[0], num_hidden_layers=3))
+        load_model.load_networks(disc_dir(tmp_path / "d", tensors[0], num_hidden_layers=3))
 
 
 def test_tied_generator_with_a_different_output_table(tensors, tmp_path):
@@ -83,15 +84,15 @@ def test_tied_generator_with_a_different_output_table(tensors, tmp_path):
     t["generator_lm_head.weight"] = t["electra.embeddings.word_embeddings.weight"] + 1.0
     d = write_hf(str(tmp_path / "g"), t, hf_config("ElectraForMaskedLM", HG, 1, IG))
     with pytest.raises(UserError, match="generator_lm_head.weight differs from .*tie_word_embedd"):
-        loading.load_networks(d)
+        load_model.load_networks(d)
 
 
 def test_generator_head_needs_gelu(tensors, tmp_path):
     config = hf_config("ElectraForMaskedLM", HG, 1, IG, hidden_act="relu")
     d = write_hf(str(tmp_path / "g"), tensors[1], config)
     with pytest.raises(UserError, match="hidden_act 'relu': transformers' generator_predictions"):
-        loading.load_networks(d, head="generator")
-    assert loading.load_networks(d, head="encoder").parts == ("discriminator",)  # no head: fine
+        load_model.load_networks(d, head="generator")
+    assert load_model.load_networks(d, head="encoder").parts == ("discriminator",)  # no head: fine
 
 
 def test_pairs_are_a_discriminator_and_a_generator_that_agree(tensors, tmp_path):
@@ -99,19 +100,19 @@ def test_pairs_are_a_discriminator_and_a_generator_that_agree(tensors, tmp_path)
     g = write_hf(str(tmp_path / "g"), tensors[1], hf_config("ElectraForMaskedLM", HG, 1, IG))
     # the generator first: its config.json's architectures tell, and the pair is reordered
     assert run_dir.huggingface_dirs(f"{g},{d}") == [d, g]
-    assert loading.load_networks(f"{g},{d}").parts == loading.PARTS
+    assert load_model.load_networks(f"{g},{d}").parts == load_model.PARTS
     config = hf_config("ElectraForMaskedLM", HG, 1, IG)
     del config["architectures"]  # ... else the order given must be right
     unnamed = write_hf(str(tmp_path / "g0"), tensors[1], config)
     with pytest.raises(UserError, match="a pair is DISC_DIR,GEN_DIR"):
-        loading.load_networks(f"{unnamed},{d}")
+        load_model.load_networks(f"{unnamed},{d}")
     bigger = dict(tensors[1])  # a generator of one more token
     for k in ("electra.embeddings.word_embeddings.weight", "generator_lm_head.bias"):
         bigger[k] = np.concatenate([bigger[k], bigger[k][:1]])
     config = hf_config("ElectraForMaskedLM", HG, 1, IG, vocab_size=V + 1)
     other = write_hf(str(tmp_path / "g2"), bigger, config)
     with pytest.raises(UserError, match=f"vocab_size {V + 1} differs from the discriminator's"):
-        loading.load_networks(f"{d},{other}")
+        load_model.load_networks(f"{d},{other}")
     with pytest.raises(UserError, match="a comma joins exactly two Hugging Face directories"):
         run_dir.find_checkpoint(f"{d},{tmp_path}")
 

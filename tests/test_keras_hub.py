@@ -15,7 +15,8 @@ import pytest
 from harness import TINY_RUN, error_line, run_script
 from test_checkpoints import VOCAB, write_run
 
-from electra_tf import export, loading
+from electra_tf import export
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.finetune import pretrained
 from electra_tf.finetune.classification.head import ClassificationHead
@@ -191,7 +192,7 @@ def test_finetuning_starts_from_a_keras_hub_preset(preset, tmp_path):
 def test_pretraining_warm_starts_its_discriminator_from_a_keras_hub_preset(preset):
     from test_checkpoints import SPECIAL
 
-    from electra_tf import checkpoints
+    from electra_tf.checkpoint import restore
     from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
 
@@ -212,7 +213,7 @@ def test_pretraining_warm_starts_its_discriminator_from_a_keras_hub_preset(prese
     model = build_pretrainer(
         PretrainingConfig.from_flat("w", "/nonexistent", hparams), len(VOCAB), SPECIAL
     )
-    restored, missing = checkpoints.warm_start(model, path)
+    restored, missing = restore.warm_start(model, path)
     assert restored == 39  # embeddings (5), projection (2), 2 layers x 16: the whole encoder
     assert missing and all(not m.startswith("electra/") for m in missing)  # heads, generator
     x = keras_hub_pack(tokenizer, TEXTS)
@@ -277,7 +278,7 @@ def test_a_pretraining_run_exports_to_keras_hub(tiny_dataset, tmp_path):
     assert not [w for w in caught if "weight" in str(w.message).lower()], caught
     x = keras_hub_pack(tokenizer, TEXTS, length=32)
     assert (x["token_ids"] > 999).sum() > 6  # real BERT wordpieces, not [UNK]s
-    loaded = loading.load_networks(run, head="encoder")
+    loaded = load_model.load_networks(run, head="encoder")
     enc = loaded.networks.discriminator
     ours = enc(x["token_ids"], x["padding_mask"], x["segment_ids"]).numpy()
     real = x["padding_mask"].astype(bool)
@@ -287,7 +288,7 @@ def test_a_pretraining_run_exports_to_keras_hub(tiny_dataset, tmp_path):
 def test_an_exact_gelu_model_is_refused_unless_allowed(tmp_path, capsys):
     """The activation decision: refused by default; allowed, with the measured difference."""
     model, prefix = write_run(str(tmp_path / "run"))
-    loaded = loading.load_networks(prefix, head="encoder")
+    loaded = load_model.load_networks(prefix, head="encoder")
     assert loaded.networks.discriminator.config.hidden_act == "gelu"
     out = str(tmp_path / "kh")
     with pytest.raises(UserError, match="allow_activation_change"):

@@ -1,7 +1,7 @@
 """Export: SavedModels with serving signatures, and checkpoints in the original's TF1 layout.
 
 * `pretrained`: a pretrained network and its head (`ServingModule`, `export_saved_model`),
-  rebuilt by `electra_tf.loading.load_networks`;
+  rebuilt by `electra_tf.checkpoint.load_model.load_networks`;
 * `finetuned`: a kept fine-tuned model (`load_finetuned`, `export_finetuned_saved_model`), each
   task's signatures given by its kind (`electra_tf.finetune.*/serving.py`);
 * `original`: `export_original_checkpoint`, the weights under the original's names

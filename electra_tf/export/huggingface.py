@@ -17,7 +17,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from electra_tf import loading, run_dir, vocab
+from electra_tf import run_dir, vocab
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir
 from electra_tf.huggingface import names
@@ -34,7 +35,7 @@ def _by_relative_path(weights) -> Dict[str, object]:
     return {w.path.split("/", 1)[1]: w for w in weights}
 
 
-def huggingface_tensors(loaded: loading.Loaded, head: str) -> Dict[str, np.ndarray]:
+def huggingface_tensors(loaded: load_model.Loaded, head: str) -> Dict[str, np.ndarray]:
     """The loaded network of `head` and its head under Hugging Face's names and layouts."""
     nets = loaded.networks
     encoder = nets.generator if head == names.GENERATOR else nets.discriminator
@@ -58,7 +59,7 @@ def huggingface_tensors(loaded: loading.Loaded, head: str) -> Dict[str, np.ndarr
 
 
 def export_huggingface(
-    loaded: loading.Loaded,
+    loaded: load_model.Loaded,
     head: str,
     export_dir: str,
     vocab_file: Optional[str],

@@ -24,7 +24,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from electra_tf import loading, vocab
+from electra_tf import vocab
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir
 from electra_tf.io_utils import write_atomically
@@ -136,7 +137,7 @@ def activation_difference(encoder, config: ModelConfig) -> float:
 
 
 def export_keras_hub(
-    loaded: loading.Loaded,
+    loaded: load_model.Loaded,
     head: str,
     export_dir: str,
     vocab_file: Optional[str],

@@ -4,12 +4,13 @@ import os
 import shutil
 from typing import Optional
 
-from electra_tf import checkpoints, loading, run_dir
+from electra_tf import run_dir
+from electra_tf.checkpoint import load_model, restore
 from electra_tf.export.common import check_export_dir, check_vocab
 
 
 def export_original_checkpoint(
-    loaded: loading.Loaded,
+    loaded: load_model.Loaded,
     export_dir: str,
     vocab_file: Optional[str] = None,
     name: str = "model.ckpt",
@@ -22,7 +23,7 @@ def export_original_checkpoint(
     if vocab_file is not None:
         check_vocab(vocab_file, loaded.config.model_config)
     nets = loaded.networks
-    names = checkpoints.write_original_checkpoint(
+    names = restore.write_original_checkpoint(
         nets.weights_of(loaded.parts), os.path.join(export_dir, name), loaded.step or 0
     )
     loaded.config.model_config.to_json_file(os.path.join(export_dir, run_dir.BERT_CONFIG_FILE))

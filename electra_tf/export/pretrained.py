@@ -17,7 +17,8 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from electra_tf import loading, packing
+from electra_tf import packing
+from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir, check_vocab, write_extra
 from electra_tf.modeling.encoder import TransformerEncoder
@@ -112,7 +113,7 @@ class IdsServingModule(ServingModule):
 
 
 def export_saved_model(
-    loaded: loading.Loaded,
+    loaded: load_model.Loaded,
     head: str,
     export_dir: str,
     vocab_file: Optional[str],

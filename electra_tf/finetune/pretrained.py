@@ -12,7 +12,8 @@ ElectraBackbone preset (its config.json, assets/tokenizer/vocabulary.txt and tok
 import os
 from typing import Any, Optional
 
-from electra_tf import checkpoints, run_dir
+from electra_tf import run_dir
+from electra_tf.checkpoint import restore
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import FinetuningModel
@@ -117,7 +118,7 @@ def restore_encoder(model: FinetuningModel, checkpoint: str, reinit_top_layers: 
         )
     fresh = layers[len(layers) - reinit_top_layers :]
     values = [[w.numpy() for w in layer.weights] for layer in fresh]
-    checkpoints.restore_discriminator(model.encoder, checkpoint)
+    restore.restore_discriminator(model.encoder, checkpoint)
     for layer, kept in zip(fresh, values):
         for weight, value in zip(layer.weights, kept):
             weight.assign(value)

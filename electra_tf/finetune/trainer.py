@@ -21,12 +21,14 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.checkpoint.manager import CheckpointKeeper
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import Features, pad_rows
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.scorers import Scorer
 from electra_tf.finetune.task import Task
+from electra_tf.flops.finetuning import finetuning_step_flops
 from electra_tf.optimization import (
     ElectraAdamW,
     ElectraSchedule,
@@ -34,8 +36,7 @@ from electra_tf.optimization import (
     make_optimizer,
 )
 from electra_tf.run_dir import worker_scratch_dir
-from electra_tf.train.checkpointing import CheckpointKeeper
-from electra_tf.train.devices import choose_jit_compile
+from electra_tf.train.devices import choose_jit_compile, peak_flops
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal
 from electra_tf.train.progress import fmt_time, write_scalars
@@ -43,6 +44,17 @@ from electra_tf.train.step import TrainStep, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout
 
 KEEP_CHECKPOINTS = 2  # a trial's newest two: the older one if the newest is broken
+
+
+# the matmul peak (MFU's denominator) once a process: a run's trials share its machine, and on a
+# busy one (not cached) each trial would measure it again
+_PEAKS: dict[str, tuple[float, str]] = {}
+
+
+def _peak(precision: str) -> tuple[float, str]:
+    if precision not in _PEAKS:
+        _PEAKS[precision] = peak_flops(precision)
+    return _PEAKS[precision]
 
 
 def log(msg: str) -> None:
@@ -176,9 +188,13 @@ def train(
         config.allreduce_dtype,
         dropout_seeds=_dropout_seeds(int(data_seed.numpy())) if stateless else lambda *a: None,
     ).function()
+    # the step's real arithmetic (lookups as gathers, backward = 2x forward), as pretraining's
+    flops = finetuning_step_flops(model, train_features["input_ids"].shape[1], batch).real
+    peak, peak_source = _peak(config.precision)
     log(
         f"trial {trial}: global batch {batch} on {layout.num_replicas} replica(s) x {accum} "
-        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'} ({jit_reason})"
+        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'} ({jit_reason}); "
+        f"{flops / 1e9:.2f} GFLOP a step (real), MFU against {peak / 1e9:.1f} GFLOP/s ({peak_source})"
     )
     # TensorBoard scalars of the trial, as pretraining's (the chief's; the others write none)
     writer = tf.summary.create_noop_writer()
@@ -231,8 +247,10 @@ def train(
                 if s > last_step:
                     rate = (s - last_step) / max(now - last_t, 1e-9)
                     line += (f"  {rate:.2f} steps/s  {rate * batch:.1f} examples/s  "
+                             f"{rate * flops / 1e9:.1f} GFLOP/s (real) MFU {rate * flops / peak:.1%}  "
                              f"ETA {fmt_time((steps - s) / rate)}")  # fmt: skip
-                    scalars.update(steps_per_second=rate, examples_per_second=rate * batch)
+                    scalars.update(steps_per_second=rate, examples_per_second=rate * batch,
+                                   flops_per_second=rate * flops, mfu=rate * flops / peak)  # fmt: skip
                 log(line)
                 write_scalars(writer, scalars, s)
                 last_t, last_step = now, s

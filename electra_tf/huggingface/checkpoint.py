@@ -5,7 +5,7 @@ A directory (`electra_tf.run_dir.huggingface_dirs` finds them) holds one of
 its head) or `ElectraModel` (an encoder), told apart by the head tensors it has. Its tensors are
 checked against the network its config.json describes (every missing, unexpected or misshapen
 tensor is listed in one error), converted by the name table (`names`), and handed to the
-restore functions of `electra_tf.checkpoints` through a `TensorReader`, the interface of
+restore functions of `electra_tf.checkpoint.restore` through a `TensorReader`, the interface of
 `tf.train.load_checkpoint`'s reader. Only safetensors are read (with the `safetensors` package's
 numpy API: no torch, no pickle).
 """

@@ -11,8 +11,11 @@ from electra_tf.flops.pretraining import pretraining_flops_per_step
 from electra_tf.flops.profiler import profile_function_flops
 from electra_tf.model_config import SHAPE_KEYS
 from electra_tf.modeling.builders import build_pretrainer
-from electra_tf.optimization import ElectraAdamW, dense_gradients
+from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.train.loss_scale import DynamicLossScale
+from electra_tf.train.step import TrainStep
+from electra_tf.train.strategy import ReplicaLayout
 
 
 def profile_pretraining_flops(
@@ -28,8 +31,9 @@ def profile_pretraining_flops(
     `tf.compat.v1.profiler`:
       * forward: masking, generator, MLM head and loss, sampling, discriminator, its head and
         loss, in training mode (with dropout), as the forward half of a training step;
-      * train step: the same forward, the gradients of the loss with respect to every trainable
-        variable, global-norm clipping and the ElectraAdamW update.
+      * train step: the training loop's own step (`train.step.TrainStep.replica_step`: the same
+        forward, the gradients of the loss with respect to every trainable variable, global-norm
+        clipping and the configured optimizer's update), on one replica.
     The analytic figures are `flops.pretraining`'s count with `sparse_embed_lookup=True` (the
     model gathers its embeddings): every objective and generator the config can build.
 
@@ -44,25 +48,24 @@ def profile_pretraining_flops(
     config = PretrainingConfig.from_flat("flops_profile", "flops_profile", values)
     vocab_size = config.vocab_size_for()
     model = build_pretrainer(config, vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS))
-    variables = model.trainable_weights
-    optimizer = ElectraAdamW(1e-4, variables, clip_norm=config.optimizer.clip_norm)
+    o = config.optimizer
+    optimizer = make_optimizer(
+        o.optimizer, 1e-4, model.trainable_weights, weight_decay_rate=o.weight_decay_rate,
+        clip_norm=o.clip_norm,
+    )  # fmt: skip
+    step = TrainStep(
+        model, optimizer, DynamicLossScale(enabled=False), tf.Variable(0, dtype=tf.int64),
+        tf.distribute.get_strategy(), ReplicaLayout(1, 1, 0), seed=0,
+    )  # fmt: skip  (the default strategy: one replica, no distribution)
     spec = tf.TensorSpec([batch_size, seq_len], tf.int32)
     specs = {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
-    dropout_seed = tf.constant([1, 2], tf.int32)
 
-    def forward(inputs):
-        return model.compute(inputs, step=0, seed=0, training=True, dropout_seed=dropout_seed)[
-            "loss"
-        ]
+    def forward(inputs):  # what the step differentiates, with the step's own dropout seed
+        seed = step.dropout_seed(0, 0, 0)
+        return model.compute(inputs, step=0, seed=0, training=True, dropout_seed=seed)["loss"]
 
     def train_step(inputs):
-        with tf.GradientTape() as tape:
-            loss = forward(inputs)
-        grads = tape.gradient(loss, variables)
-        grads = dense_gradients(grads, variables)
-        grads, _ = optimizer.clip(grads)
-        optimizer.apply_gradients(grads)
-        return loss
+        return step.replica_step(inputs)["loss"]
 
     profiler_forward = profile_function_flops(forward, specs)
     profiler_train = profile_function_flops(train_step, specs)

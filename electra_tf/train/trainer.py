@@ -3,7 +3,7 @@
 A `Trainer` owns one run directory (`model_dir`), locked while it trains or evaluates (by the
 chief, in a multi-worker run: `run_dir.RunDirectory.lock`; a live holder stops the constructor
 already). Re-running the same command resumes from the
-latest complete checkpoint (see `electra_tf.train.checkpointing`); the step's randomness is a
+latest complete checkpoint (see `electra_tf.checkpoint.manager`); the step's randomness is a
 pure function of (seed, step, data), so a resumed run continues exactly as an uninterrupted one
 would. SIGTERM and SIGINT (Ctrl-C) save a checkpoint and exit with 128 + the signal's number; a
 damaged shard ends the run with one line naming it (`train.inputs`).
@@ -21,13 +21,13 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import run_dir, vocab
+from electra_tf.checkpoint.manager import TrainingCheckpoint, warm_start_and_log
 from electra_tf.errors import UserError
 from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.optimization import embedding_lr_multipliers, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.train import devices, step_path, two_stage
-from electra_tf.train.checkpointing import TrainingCheckpoint, warm_start_and_log
 from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.preemption import StopSignal

@@ -43,6 +43,8 @@ class ClassificationHead(keras.layers.Layer):
                                            "input_mask": tf.ones([2, 8], tf.int32)})
     """
 
+    reads_pooled_vector = True  # its dense layer runs once a sequence (flops.finetuning)
+
     def __init__(
         self,
         task_name: str,
@@ -107,6 +109,8 @@ class RegressionHead(keras.layers.Layer):
                                            "sts_eid": tf.constant([0, 1]),
                                            "input_mask": tf.ones([2, 8], tf.int32)})
     """
+
+    reads_pooled_vector = True  # its dense layer runs once a sequence (flops.finetuning)
 
     def __init__(self, task_name: str, dropout_rate: float = 0.1, pooling: str = "cls", **kwargs):
         super().__init__(**kwargs)

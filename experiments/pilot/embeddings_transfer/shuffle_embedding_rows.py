@@ -22,7 +22,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, REPO)
 
 from build_vocab import reserved_tokens  # noqa: E402
-from electra_tf import checkpoints, data_layout, run_dir, vocab  # noqa: E402
+from electra_tf import data_layout, run_dir, vocab  # noqa: E402
+from electra_tf.checkpoint import restore  # noqa: E402
 from electra_tf.modeling.encoder import TransformerEncoder  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def main(src: str, out: str) -> None:
     encoder = TransformerEncoder(model_config, name="electra")
     ids = tf.zeros([1, 8], tf.int32)
     encoder(ids, ids + 1, ids)  # builds the variables
-    checkpoints.restore_discriminator(encoder, src)
+    restore.restore_discriminator(encoder, src)
     table = encoder.embeddings.word_embeddings
     values = table.numpy()
     first = first_learned_id(data_layout.vocab_file(here))

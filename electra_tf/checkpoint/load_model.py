@@ -19,7 +19,8 @@ from typing import Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from electra_tf import checkpoints, run_dir, vocab
+from electra_tf import run_dir, vocab
+from electra_tf.checkpoint import restore
 from electra_tf.errors import UserError
 from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.builders import build_pretrainer
@@ -112,7 +113,7 @@ class Loaded:
     config: run_dir.RunConfig
     generator_config: Optional[ModelConfig]
     prefix: str
-    report: checkpoints.RestoreReport
+    report: restore.RestoreReport
     step: Optional[int]
     pretraining_config: Optional[PretrainingConfig] = None  # what built `networks`
 
@@ -121,13 +122,13 @@ def _contents(prefix: str) -> Tuple[Dict[str, bool], bool, Optional[str]]:
     """Which parts a checkpoint holds, whether the generator has its own embeddings, and the
     key of the discriminator's word embeddings."""
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    if checkpoints.is_object_based(prefix):
-        children = checkpoints.object_children(prefix, "model")
-        disc_path = checkpoints.discriminator_object_path(prefix)
+    if restore.is_object_based(prefix):
+        children = restore.object_children(prefix, "model")
+        disc_path = restore.discriminator_object_path(prefix)
         has = {p: p in children for p in PARTS}
         has["discriminator"] = True
-        graph = checkpoints.object_graph(prefix)
-        node = lambda path: checkpoints.find_node(graph, path)  # noqa: E731
+        graph = restore.object_graph(prefix)
+        node = lambda path: restore.find_node(graph, path)  # noqa: E731
         # a generator that is the discriminator (untied_generator=False) is no separate network
         has["generator"] = has["generator"] and node("model/generator") != node(disc_path)
         untied = has["generator"] and node("model/generator/embeddings") != node(
@@ -197,7 +198,7 @@ def _load_huggingface(
     networks = build_pretrainer(pconfig, config.model_config.vocab_size, special_ids)
     reader = hf.pretrainer_reader(prefix, gen is not None, not untied)
     needed = networks.weights_of(parts)
-    report = checkpoints.restore_by_name(needed, prefix, what="model config", reader=reader)
+    report = restore.restore_by_name(needed, prefix, what="model config", reader=reader)
     gen_config = gen.config if gen is not None and "generator" in parts else None
     return Loaded(networks, parts, config, gen_config, prefix, report, None, pconfig)
 
@@ -225,7 +226,7 @@ def load_networks(
     if config_path is None:
         raise UserError(f"{prefix}: no config.json beside the checkpoint; pass --model_config")
     config = run_dir.read_run_config(config_path)
-    object_based = checkpoints.is_object_based(prefix)
+    object_based = restore.is_object_based(prefix)
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     has, untied, emb_key = _contents(prefix)
@@ -259,15 +260,15 @@ def load_networks(
         )
     needed = networks.weights_of(parts)  # with the shared embeddings where tied
     if object_based:
-        disc_path = checkpoints.discriminator_object_path(prefix)
+        disc_path = restore.discriminator_object_path(prefix)
         roots = {disc_path: networks.discriminator}
         for part in PARTS[1:]:
             if part in parts and getattr(networks, part) is not networks.discriminator:
                 roots[f"model/{part}"] = getattr(networks, part)
-        report = checkpoints.restore_objects(roots, prefix, needed, what="model config")
+        report = restore.restore_objects(roots, prefix, needed, what="model config")
         step_key = "step/.ATTRIBUTES/VARIABLE_VALUE"
     else:
-        report = checkpoints.restore_by_name(needed, prefix, what="model config")
+        report = restore.restore_by_name(needed, prefix, what="model config")
         step_key = "global_step"
     step = int(reader.get_tensor(step_key)) if step_key in shapes else None
     return Loaded(networks, parts, config, gen_config, prefix, report, step, pconfig)

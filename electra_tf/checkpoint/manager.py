@@ -6,17 +6,16 @@ step, the loss scale and its good-step counter, and each local replica's data-it
 trial's: `electra_tf.finetune.trainer`). The loops' one `CheckpointManager` is here. A checkpoint
 left incomplete or damaged (a run killed while saving, a full disk) is skipped for the newest
 complete one, and a save that finds the disk full ends with one line, losing nothing
-(`electra_tf.checkpoint_files`).
+(`electra_tf.checkpoint.files`).
 """
 
 from typing import Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf import checkpoint_files, checkpoints
+from electra_tf.checkpoint import files as checkpoint_files
+from electra_tf.checkpoint import restore
 from electra_tf.run_dir import RunDirectory
-from electra_tf.train.loss_scale import DynamicLossScale
-from electra_tf.train.strategy import ReplicaLayout
 
 
 class CheckpointKeeper:
@@ -68,11 +67,11 @@ class CheckpointKeeper:
         own = self.restore_from is None or self.restore_from == self.manager.directory
         directory = self.manager.directory if own else self.restore_from
 
-        def restore(prefix: str) -> None:
+        def restore_all(prefix: str) -> None:
             self.checkpoint.restore(prefix).assert_existing_objects_matched()
 
         tracked = self.manager.checkpoints if own else ()
-        found, skipped = checkpoint_files.restore_newest(directory, tracked, restore, log)
+        found, skipped = checkpoint_files.restore_newest(directory, tracked, restore_all, log)
         if own and skipped and found:
             checkpoint_files.untrack(directory, skipped, found)
             self.manager = self._manager(directory)
@@ -96,11 +95,12 @@ class TrainingCheckpoint(CheckpointKeeper):
     """The checkpointed state of a pretraining run.
 
     Args:
-        model, optimizer, step, loss_scale: the state to save.
+        model, optimizer, step: the state to save.
+        loss_scale: the run's `train.loss_scale.DynamicLossScale` (its scale and good-step count).
         iterators: this worker's data iterators (empty for evaluation).
         run: the run directory; non-chief workers of a multi-worker run save to scratch
             directories inside it (saving is collective, so every worker must save).
-        layout: this process's `ReplicaLayout`.
+        layout: this process's `train.strategy.ReplicaLayout` (`is_chief`, `task_id`); None: chief.
         max_to_keep: checkpoints kept (None or 0: all).
     """
 
@@ -109,10 +109,10 @@ class TrainingCheckpoint(CheckpointKeeper):
         model,
         optimizer,
         step: tf.Variable,
-        loss_scale: DynamicLossScale,
+        loss_scale,
         iterators: Sequence = (),
         run: Optional[RunDirectory] = None,
-        layout: Optional[ReplicaLayout] = None,
+        layout=None,
         max_to_keep: Optional[int] = None,
     ):
         items = dict(
@@ -135,7 +135,7 @@ class TrainingCheckpoint(CheckpointKeeper):
 def warm_start_and_log(model, path: str, log) -> None:
     """Restores what matches from another checkpoint (e.g. a released model) and reports what it
     did not restore."""
-    restored, missing = checkpoints.warm_start(model, path)
+    restored, missing = restore.warm_start(model, path)
     log(f"warm start from {path}: restored {restored} variables")
     if missing:
         log(f"  not restored ({len(missing)}): {', '.join(missing[:20])}")
