@@ -60,7 +60,7 @@ NOT_SERIALISABLE = {"electra_tf.modeling.pretrainer.ElectraPretrainer"}
 
 
 def layer_classes() -> dict:
-    """Qualified name -> class, for every keras.layers.Layer subclass defined in electra_tf."""
+    """Qualified name -> class, for every public keras.layers.Layer subclass defined in electra_tf."""
     found = {}
     for info in pkgutil.walk_packages(electra_tf.__path__, "electra_tf."):
         if info.name.endswith("__main__"):
@@ -71,6 +71,7 @@ def layer_classes() -> dict:
                 inspect.isclass(obj)
                 and issubclass(obj, keras.layers.Layer)
                 and obj.__module__ == info.name
+                and not obj.__name__.startswith("_")  # a private base: covered by its subclasses
             ):
                 found[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return found

@@ -26,8 +26,41 @@ def pool(sequence_output: tf.Tensor, input_mask: tf.Tensor, pooling: str) -> tf.
     return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1, mask.dtype))
 
 
+class _PooledVectorHead(keras.layers.Layer):
+    """What the GLUE heads share: one vector a sequence ([CLS] or the mean) -> dropout -> a
+    glorot dense layer of `units` outputs (named `dense`, as the original's variables)."""
+
+    reads_pooled_vector = True  # its dense layer runs once a sequence (flops.finetuning)
+
+    def __init__(self, task_name: str, units: int, dropout_rate: float, pooling: str, **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
+        self.task_name = task_name
+        self.dropout_rate = dropout_rate
+        self.pooling = pooling
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dense = keras.layers.Dense(units, kernel_initializer="glorot_uniform", name="dense")
+
+    def build(self, input_shape):
+        self.dense.build((input_shape[0], input_shape[-1]))
+        self.built = True
+
+    def outputs(self, sequence_output, features, training) -> tf.Tensor:
+        """The dense layer's outputs [B, units], in float32."""
+        pooled = pool(sequence_output, features["input_mask"], self.pooling)
+        return tf.cast(self.dense(self.dropout(pooled, training=training)), tf.float32)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            task_name=self.task_name, dropout_rate=self.dropout_rate, pooling=self.pooling
+        )
+        return config
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ClassificationHead(keras.layers.Layer):
+class ClassificationHead(_PooledVectorHead):
     """[CLS] -> dropout -> dense(num_labels) -> softmax cross-entropy (per example).
 
     Args:
@@ -43,8 +76,6 @@ class ClassificationHead(keras.layers.Layer):
                                            "input_mask": tf.ones([2, 8], tf.int32)})
     """
 
-    reads_pooled_vector = True  # its dense layer runs once a sequence (flops.finetuning)
-
     def __init__(
         self,
         task_name: str,
@@ -53,26 +84,11 @@ class ClassificationHead(keras.layers.Layer):
         pooling: str = "cls",
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
-        self.task_name = task_name
+        super().__init__(task_name, num_labels, dropout_rate, pooling, **kwargs)
         self.num_labels = num_labels
-        self.dropout_rate = dropout_rate
-        self.pooling = pooling
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
-        self.dense = keras.layers.Dense(
-            num_labels, kernel_initializer="glorot_uniform", name="dense"
-        )
-
-    def build(self, input_shape):
-        self.dense.build((input_shape[0], input_shape[-1]))
-        self.built = True
 
     def call(self, sequence_output, features, training=False):
-        pooled = pool(sequence_output, features["input_mask"], self.pooling)
-        reprs = self.dropout(pooled, training=training)
-        logits = tf.cast(self.dense(reprs), tf.float32)
+        logits = self.outputs(sequence_output, features, training)
         label_ids = features[f"{self.task_name}_label_ids"]
         loss, predictions = softmax_cross_entropy(logits, label_ids, self.num_labels)
         return {
@@ -84,18 +100,11 @@ class ClassificationHead(keras.layers.Layer):
         }
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            task_name=self.task_name,
-            num_labels=self.num_labels,
-            dropout_rate=self.dropout_rate,
-            pooling=self.pooling,
-        )
-        return config
+        return {**super().get_config(), "num_labels": self.num_labels}
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class RegressionHead(keras.layers.Layer):
+class RegressionHead(_PooledVectorHead):
     """[CLS] -> dropout -> dense(1) -> squared error against `<task>_targets` (per example).
 
     Args:
@@ -110,26 +119,11 @@ class RegressionHead(keras.layers.Layer):
                                            "input_mask": tf.ones([2, 8], tf.int32)})
     """
 
-    reads_pooled_vector = True  # its dense layer runs once a sequence (flops.finetuning)
-
     def __init__(self, task_name: str, dropout_rate: float = 0.1, pooling: str = "cls", **kwargs):
-        super().__init__(**kwargs)
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
-        self.task_name = task_name
-        self.dropout_rate = dropout_rate
-        self.pooling = pooling
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
-        self.dense = keras.layers.Dense(1, kernel_initializer="glorot_uniform", name="dense")
-
-    def build(self, input_shape):
-        self.dense.build((input_shape[0], input_shape[-1]))
-        self.built = True
+        super().__init__(task_name, 1, dropout_rate, pooling, **kwargs)
 
     def call(self, sequence_output, features, training=False):
-        pooled = pool(sequence_output, features["input_mask"], self.pooling)
-        reprs = self.dropout(pooled, training=training)
-        predictions = tf.squeeze(tf.cast(self.dense(reprs), tf.float32), -1)
+        predictions = tf.squeeze(self.outputs(sequence_output, features, training), -1)
         targets = tf.cast(features[f"{self.task_name}_targets"], tf.float32)
         return {
             "loss": tf.square(predictions - targets),
@@ -137,10 +131,3 @@ class RegressionHead(keras.layers.Layer):
             "targets": targets,
             "eid": features[f"{self.task_name}_eid"],
         }
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            task_name=self.task_name, dropout_rate=self.dropout_rate, pooling=self.pooling
-        )
-        return config
