@@ -38,6 +38,11 @@ flags.DEFINE_integer("num_out_files", 1000, "Number of output TFRecord files (sh
 flags.DEFINE_bool(
     "blanks_separate_docs", True, "Blank lines separate documents (false: each file is a document)."
 )
+flags.DEFINE_bool(
+    "carry_overflow", False,
+    "The tokens an example trims start the next example of the document (false: dropped, as the "
+    "original).",
+)  # fmt: skip
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (BERT uncased).")
 flags.DEFINE_bool("strip_accents", True, "Strip accents (only when lower-casing).")
 flags.DEFINE_integer("seed", 0, "Seed of every random choice (reproducible output).")
@@ -101,6 +106,7 @@ def main(argv) -> None:
         strip_accents=FLAGS.strip_accents,
         seed=FLAGS.seed,
         overwrite=FLAGS.overwrite,
+        carry_overflow=FLAGS.carry_overflow,
     )
 
 

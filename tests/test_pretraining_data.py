@@ -124,6 +124,70 @@ def test_one_long_sentence_is_trimmed_to_max_length(tokenizer):
     assert example.segment_ids == [0] * 10
 
 
+def test_carry_overflow_starts_the_next_example_with_the_trimmed_tokens(tokenizer):
+    lines = ["a b c d e f g", "h i j k", "l m n o p q", ""]
+    # the original (default): S2 goes to B (A's target (10 - 3) // 2 = 3 is passed), B's room is
+    # 10 - 7 - 3 = 0: "h i j k" is dropped; "l m n o p q" (6 < 10) ends with the document
+    dropped = feed(pd.ExampleBuilder(tokenizer, 10, ScriptedRng(default=0.5)), lines)
+    assert [e.input_ids[: sum(e.input_mask)] for e in dropped] == [
+        [CLS] + ids("a b c d e f g") + [SEP],
+        [CLS] + ids("l m n o p q") + [SEP],
+    ]
+    rng = ScriptedRng(default=0.5)  # always two segments, always target 10
+    carried = feed(pd.ExampleBuilder(tokenizer, 10, rng, carry_overflow=True), lines)
+    # "h i j k" (4) is pending; + "l m n o p q" = 10 emits: A = h i j k, B's room 10 - 4 - 3 = 3:
+    # "l m n", and "o p q" is carried to the document's end
+    assert [e.input_ids[: sum(e.input_mask)] for e in carried] == [
+        [CLS] + ids("a b c d e f g") + [SEP],
+        [CLS] + ids("h i j k") + [SEP] + ids("l m n") + [SEP],
+        [CLS] + ids("o p q") + [SEP],
+    ]
+    assert carried[1].segment_ids == [0] * 6 + [1] * 4
+    assert rng.calls == ["random"] * 6  # per example: the segment draw and the target draw
+
+
+def test_carry_overflow_a_long_sentence_fills_several_examples(tokenizer):
+    builder = pd.ExampleBuilder(tokenizer, 10, ScriptedRng(default=0.5), carry_overflow=True)
+    first = builder.add_line(" ".join(LETTERS[:20]))  # 20 tokens: 8, 8, then 4 at the end
+    more = list(builder.ready_examples())
+    last = builder.end_document()
+    assert [e.input_ids[: sum(e.input_mask)] for e in [first, *more, last]] == [
+        [CLS] + ids(" ".join(LETTERS[0:8])) + [SEP],
+        [CLS] + ids(" ".join(LETTERS[8:16])) + [SEP],
+        [CLS] + ids(" ".join(LETTERS[16:20])) + [SEP],
+    ]
+    assert list(builder.ready_examples()) == [] and builder.end_document() is None
+
+
+def test_carry_overflow_keeps_every_token_of_each_document(tmp_path, tokenizer):
+    # random documents and draws: per document, the examples hold exactly its tokens (a multiset:
+    # the original's quirk can put a later sentence in A before B), and none spans two documents
+    gen = random.Random(11)
+    docs = [
+        [" ".join(gen.choice(LETTERS) for _ in range(gen.randint(1, 30)))
+         for _ in range(gen.randint(1, 8))]
+        for _ in range(40)
+    ]  # fmt: skip
+    path = write(tmp_path / "docs.txt", "\n\n".join("\n".join(d) for d in docs) + "\n")
+    builder = pd.ExampleBuilder(tokenizer, 12, random.Random(5), carry_overflow=True)
+    got = [
+        [t for t in e.input_ids[: sum(e.input_mask)] if t not in (CLS, SEP)]
+        for e in pd.iter_file_examples(path, builder, tokenizer, chunk_lines=3)
+    ]
+    for doc in docs:
+        want, taken = sorted(ids(" ".join(doc))), []
+        while len(taken) < len(want):
+            taken += got.pop(0)
+        assert sorted(taken) == want
+    assert got == []
+    original = pd.ExampleBuilder(tokenizer, 12, random.Random(5))
+    kept = sum(
+        sum(1 for t in e.input_ids if t not in (PAD, CLS, SEP))
+        for e in pd.iter_file_examples(path, original, tokenizer)
+    )
+    assert kept < sum(len(ids(" ".join(d))) for d in docs)  # the original drops some
+
+
 def write(path, text):
     path.write_text(text)
     return str(path)
@@ -242,6 +306,19 @@ def test_build_writes_round_robin_shards_info_and_counts(built, vocab_file):
     expected[5:21] = 1  # a..p once each
     np.testing.assert_array_equal(counts, expected)
     assert counts.sum() == num_tokens
+
+
+def test_build_records_carry_overflow(built, tmp_path, vocab_file):
+    assert built[1]["carry_overflow"] is False
+    path = write(tmp_path / "long.txt", " ".join(LETTERS[:20]) + "\n")
+    sizes = {}
+    for carry in (False, True):
+        out = str(tmp_path / f"carry_{carry}")
+        info = build(path, vocab_file, out, max_seq_length=8, num_out_files=1, carry_overflow=carry)
+        assert info["carry_overflow"] is carry
+        sizes[carry] = (info["num_examples"], info["num_tokens"])
+    # one 20-token sentence at length 8: the original keeps 6 tokens; carried, 6 + 6 + 6 + 2
+    assert sizes == {False: (1, 8), True: (4, 20 + 4 * 2)}
 
 
 def test_pretraining_dataset_round_trip(built):

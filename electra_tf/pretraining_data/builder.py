@@ -53,6 +53,7 @@ def build_dataset(
     overwrite: bool = False,
     verbose: bool = True,
     tokenizer_class: type | None = None,
+    carry_overflow: bool = False,
 ) -> dict:
     """Writes `pretrain_data.tfrecord-I-of-N`, `dataset_info.json` and `token_counts.txt` to
     output_dir.
@@ -67,7 +68,8 @@ def build_dataset(
     (fast), else spawned (each imports TensorFlow). Refuses to replace existing shards unless
     `overwrite`, or they are what a build that did not finish left (`layout.BUILD_MARKER`). The
     existing dataset is untouched until the new shards are all written (`_build`). Returns the
-    dataset info (the contents of dataset_info.json).
+    dataset info (the contents of dataset_info.json). `carry_overflow`: the tokens an example
+    trims start the next one instead of being dropped (`ExampleBuilder`; default: the original's).
     """
     if not tf.io.gfile.exists(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")
@@ -106,7 +108,7 @@ def build_dataset(
             settings=JobSettings(
                 vocab_file, output_dir, max_seq_length, num_processes, num_out_files,
                 blanks_separate_docs, do_lower_case, strip_accents, seed, verbose,
-                tokenizer_class,
+                tokenizer_class, carry_overflow,
             ),
         )  # fmt: skip
     finally:
@@ -177,6 +179,7 @@ def _info(files, s, results, num_examples, num_tokens, counts, names) -> dict:
         "num_out_files": s.num_out_files,
         "num_processes": s.num_jobs,
         "blanks_separate_docs": bool(s.blanks_separate_docs),
+        "carry_overflow": bool(s.carry_overflow),
         "num_corpus_files": len(files),
         "num_lines": sum(r["num_lines"] for r in results),
         "tokenizer": results[0]["tokenizer"],

@@ -119,6 +119,7 @@ def iter_file_examples(
             example = builder.add_tokenized_line(next(ids)) if line else builder.end_document()
             if example is not None:
                 yield example
+                yield from builder.ready_examples()
 
     chunk: list = []
     stats = {} if stats is None else stats
@@ -135,3 +136,4 @@ def iter_file_examples(
     example = builder.end_document()
     if example is not None:
         yield example
+        yield from builder.ready_examples()

@@ -5,10 +5,16 @@ The builder reproduces `build_pretraining_dataset.py` of google-research/electra
 rule with its quirk, trimming by max_length, a 5% chance that the next example has a short random
 target length); every random draw comes from an injected `random.Random`, so a build is
 reproducible given a seed.
+
+The original trims what does not fit into max_length and drops it (the sentence that completes an
+example usually overshoots it: ~19% of the movie/Wikipedia corpus at length 64). With
+`carry_overflow=True` the trimmed tokens instead start the next example of the same document, so
+no text is lost; the default keeps the original's examples exactly.
 """
 
 import random
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from electra_tf.errors import UserError
@@ -33,13 +39,18 @@ class ExampleBuilder:
         max_length: the example length (max_seq_length).
         rng: every random draw (single-segment choice, segment split, short target) comes from it,
             in the original's order.
+        carry_overflow: the trimmed tokens start the next example (of the same document) instead
+            of being dropped. A long sentence can then fill several examples: `add_*` and
+            `end_document` return the first, `ready_examples()` the rest (always empty without it).
 
     Example:
         >>> builder = ExampleBuilder(tokenizer, 128, random.Random(0))
         >>> examples = [e for e in map(builder.add_line, lines + [""]) if e is not None]
     """
 
-    def __init__(self, tokenizer, max_length: int, rng: random.Random):
+    def __init__(
+        self, tokenizer, max_length: int, rng: random.Random, carry_overflow: bool = False
+    ):
         self._tokenizer = tokenizer
         self._max_length = max_length
         self._rng = rng
@@ -51,6 +62,8 @@ class ExampleBuilder:
         self._current_sentences: list = []
         self._current_length = 0
         self._target_length = max_length
+        self._carry_overflow = carry_overflow
+        self._ready: deque = deque()  # carry_overflow: examples made but not yet returned
 
     @property
     def target_length(self) -> int:
@@ -68,8 +81,14 @@ class ExampleBuilder:
         # The original appends the empty sentence when nothing is pending; an empty sentence changes
         # neither the segments nor the random draws, so it is dropped here.
         if self._current_length != 0:
-            return self._create_example()
-        return None
+            self._emit(end_of_document=True)
+        return self._next_ready()
+
+    def ready_examples(self) -> Iterator[PretrainingExample]:
+        """The examples made by the last call beyond the one it returned (carry_overflow only:
+        carried text that alone fills examples, and at a document's end all that is left)."""
+        while self._ready:
+            yield self._ready.popleft()
 
     def add_tokenized_line(self, token_ids: Sequence[int]) -> PretrainingExample | None:
         """Adds the ids of one non-blank line (a sentence); returns an example when one is
@@ -79,8 +98,20 @@ class ExampleBuilder:
         self._current_sentences.append(token_ids)
         self._current_length += len(token_ids)
         if self._current_length >= self._target_length:
-            return self._create_example()
-        return None
+            self._emit(end_of_document=False)
+        return self._next_ready()
+
+    def _next_ready(self) -> PretrainingExample | None:
+        return self._ready.popleft() if self._ready else None
+
+    def _emit(self, end_of_document: bool) -> None:
+        """Makes the pending example; with carry_overflow, also those the carried tokens fill
+        (each takes at least one token, so this ends), and at a document's end, the rest."""
+        self._ready.append(self._create_example())
+        while self._current_length != 0 and (
+            end_of_document or self._current_length >= self._target_length
+        ):
+            self._ready.append(self._create_example())
 
     def _create_example(self) -> PretrainingExample:
         rng = self._rng
@@ -112,12 +143,18 @@ class ExampleBuilder:
                 second_segment += sentence
 
         # trim to max_length while accounting for the not-yet-added [CLS]/[SEP] tokens
-        first_segment = first_segment[: self._max_length - 2]
-        second_segment = second_segment[: max(0, self._max_length - len(first_segment) - 3)]
+        first_kept = self._max_length - 2
+        second_kept = max(0, self._max_length - min(len(first_segment), first_kept) - 3)
+        trimmed = [first_segment[first_kept:], second_segment[second_kept:]]
+        first_segment = first_segment[:first_kept]
+        second_segment = second_segment[:second_kept]
 
-        # prepare to start building the next example
+        # prepare to start building the next example (carry_overflow: from the trimmed tokens,
+        # the first segment's, then the second's)
         self._current_sentences = []
-        self._current_length = 0
+        if self._carry_overflow:
+            self._current_sentences = [piece for piece in trimmed if piece]
+        self._current_length = sum(map(len, self._current_sentences))
         # small chance for a random-length instead of a max_length-length example
         if rng.random() < 0.05:
             self._target_length = rng.randint(5, self._max_length)

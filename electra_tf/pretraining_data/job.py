@@ -44,6 +44,7 @@ class JobSettings:
     seed: int
     verbose: bool
     tokenizer_class: type | None = None
+    carry_overflow: bool = False
 
 
 def job_rng(seed: int, job_id: int) -> random.Random:
@@ -63,7 +64,7 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
         s.vocab_file, do_lower_case=s.do_lower_case, strip_accents=s.strip_accents
     )
     vocab_size = max(tokenizer.vocab.values()) + 1
-    builder = ExampleBuilder(tokenizer, s.max_seq_length, rng)
+    builder = ExampleBuilder(tokenizer, s.max_seq_length, rng, s.carry_overflow)
     names = [
         n
         for i, n in enumerate(output_file_names(s.output_dir, s.num_out_files))
