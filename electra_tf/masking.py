@@ -94,6 +94,24 @@ def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
     return tf.gather(sequence, positions, batch_dims=1)
 
 
+@tf.custom_gradient
+def pick_logits(logits: tf.Tensor, ids: tf.Tensor):
+    """logits [..., V] at ids [...] -> [...]: `tf.gather(logits, ids, batch_dims=ids.rank)`.
+
+    Its gradient is the same values as the gather's (the upstream gradient at each id, zeros
+    elsewhere) written as a dense one-hot product: the gather's own gradient scatters into a
+    flattened [..., V] tensor through UnsortedSegmentSum, one thread, ~6% of an ELECTRA-Small
+    step on a CPU; the logits' gradient is a dense [..., V] tensor either way.
+    """
+    picked = tf.gather(logits, ids, batch_dims=len(ids.shape))
+
+    def grad(upstream):
+        one_hot = tf.one_hot(ids, tf.shape(logits)[-1], dtype=logits.dtype)
+        return upstream[..., tf.newaxis] * one_hot, None
+
+    return picked, grad
+
+
 def scatter_update(sequence: tf.Tensor, updates: tf.Tensor, positions: tf.Tensor):
     """Writes updates [B, N] into sequence [B, L] at positions [B, N], as the original.
 

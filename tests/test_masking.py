@@ -152,3 +152,31 @@ def test_randomness_is_independent_of_batch_split_and_order():
         example_ids=masking.content_keys(ids, mask),
     ).input_ids.numpy()
     assert not np.array_equal(whole, other_step)
+
+
+def test_pick_logits_equals_the_gather_and_its_gradient_bit_for_bit():
+    from electra_tf.masking import pick_logits
+
+    rng = np.random.default_rng(3)
+    logits = tf.constant(rng.standard_normal((3, 4, 50)), tf.float32)
+    ids = tf.constant(rng.integers(0, 50, (3, 4)), tf.int32)
+    upstream = tf.constant(rng.standard_normal((3, 4)), tf.float32)
+
+    def value_and_grad(pick):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            picked = pick(logits, ids)
+            loss = tf.reduce_sum((tf.reduce_logsumexp(logits, -1) - picked) * upstream)
+        return picked.numpy(), tape.gradient(loss, logits).numpy()
+
+    got, got_grad = value_and_grad(pick_logits)
+    want, want_grad = value_and_grad(lambda x, i: tf.gather(x, i, batch_dims=2))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_grad, want_grad)
+    # by hand: the value is the logit at the id; the gradient is upstream * (softmax - one-hot)
+    b, n = 1, 2
+    row, i = logits.numpy()[b, n].astype(np.float64), ids.numpy()[b, n]
+    assert got[b, n] == row[i]
+    softmax = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+    want_row = upstream.numpy()[b, n] * (softmax - np.eye(50)[i])
+    np.testing.assert_allclose(got_grad[b, n], want_row, rtol=1e-5, atol=1e-7)

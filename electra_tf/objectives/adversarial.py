@@ -82,7 +82,7 @@ def adversarial_losses(baseline_head, policy_logits, sampled, gen_hidden, reward
     baseline_loss = tf.nn.sigmoid_cross_entropy_with_logits(
         labels=tf.exp(-r), logits=baseline_logit
     )
-    log_p = tf.gather(policy_logits, sampled, batch_dims=2) - tf.reduce_logsumexp(
+    log_p = masking.pick_logits(policy_logits, sampled) - tf.reduce_logsumexp(
         policy_logits, axis=-1
     )
     advantage = tf.stop_gradient(r - b)

@@ -5,6 +5,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf import masking
 from electra_tf.flops.analytic import TransformerFlops
 from electra_tf.modeling.heads import DiscriminatorHead
 from electra_tf.objectives.replace_mlm import ReplaceMLM
@@ -70,7 +71,7 @@ def all_tokens_log_probs(mlm_logits, copy_logits, input_ids, target_ids):
     mlm_logits = tf.cast(mlm_logits, tf.float32)
     copy_logits = tf.cast(copy_logits, tf.float32)
     lse = tf.reduce_logsumexp(mlm_logits, axis=-1)
-    log_softmax_target = tf.gather(mlm_logits, target_ids, batch_dims=2) - lse
+    log_softmax_target = masking.pick_logits(mlm_logits, target_ids) - lse
     log_copy = tf.math.log_sigmoid(copy_logits)
     log_no_copy = tf.math.log_sigmoid(-copy_logits)
     generate = log_no_copy + log_softmax_target

@@ -134,14 +134,14 @@ class Objective:
         original's."""
         masked = gen.masked
         weights = masked.masked_lm_weights
-        target_logit = tf.gather(gen.mlm_logits, masked.masked_lm_ids, batch_dims=2)
+        target_logit = masking.pick_logits(gen.mlm_logits, masked.masked_lm_ids)
         nll = tf.reduce_logsumexp(gen.mlm_logits, axis=-1) - target_logit
         mlm_sum = tf.reduce_sum(weights * nll)
         out = {"mlm_loss_sum": mlm_sum, "mlm_weight_sum": tf.reduce_sum(weights)}
         if gen.cloze_logits is not None:
             logits = gen.cloze_logits
-            cloze_nll = tf.reduce_logsumexp(logits, axis=-1) - tf.gather(
-                logits, gen.cloze_ids, batch_dims=2
+            cloze_nll = tf.reduce_logsumexp(logits, axis=-1) - masking.pick_logits(
+                logits, gen.cloze_ids
             )
             out["cloze_loss_sum"] = tf.reduce_sum(gen.cloze_weights * cloze_nll)
             out["cloze_weight_sum"] = tf.reduce_sum(gen.cloze_weights)

@@ -37,7 +37,7 @@ class ReplaceMLM(Objective):
         weights = masked.masked_lm_weights
         gathered = masking.gather_positions(disc.hidden, masked.masked_lm_positions)
         d_logits = model.discriminator_mlm_predictions(gathered)
-        d_target = tf.gather(d_logits, masked.masked_lm_ids, batch_dims=2)
+        d_target = masking.pick_logits(d_logits, masked.masked_lm_ids)
         d_nll = tf.reduce_logsumexp(d_logits, axis=-1) - d_target
         out["disc_mlm_loss_sum"] = tf.reduce_sum(weights * d_nll)
         total += out["disc_mlm_loss_sum"] / (dens["mlm_weight_sum"] + 1e-6)
