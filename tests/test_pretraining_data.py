@@ -468,10 +468,12 @@ def test_cli_builds_with_two_processes_then_refuses_to_overwrite(tmp_path, vocab
     write(corpus / "2.txt", "\n\n".join(DOCS[4:]) + "\n")
     out = str(tmp_path / "out")
     args = [f"--corpus_dir={corpus}", f"--vocab_file={vocab_file}", f"--output_dir={out}"]
-    args += ["--max_seq_length=8", "--num_out_files=2", "--num_processes=2"]
+    args += ["--max_seq_length=8", "--num_out_files=2", "--num_processes=2", "--carry_overflow"]
     result = run_cli(*args)
     assert result.returncode == 0, result.stderr
-    assert "wrote 7 examples" in result.stdout
+    assert "wrote 7 examples" in result.stdout  # nothing overflows: the same examples either way
+    with open(os.path.join(out, "dataset_info.json")) as f:
+        assert json.load(f)["carry_overflow"] is True
     # corpus file k -> job k % 2 -> output files i % 2 == k
     for k, docs in enumerate((DOCS[:4], DOCS[4:])):
         path = os.path.join(out, f"pretrain_data.tfrecord-{k}-of-2")
