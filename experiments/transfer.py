@@ -144,12 +144,13 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
     out = {"data_dir": data_dir, "vocab": vocab}
     for name, src, shards in (("train", corpus, FLAGS.num_shards), ("heldout", heldout, 2)):
         dest = os.path.join(data_dir, f"tfrecords_{name}")
-        info = os.path.join(dest, "dataset_info.json")
+        info = os.path.join(dest, data_layout.DATASET_INFO_FILE)
         carry = FLAGS.carry_overflow and name == "train"
-        if os.path.exists(info) and read_json(info).get("carry_overflow", False) != carry:
-            raise UserError(f"{dest} was built with carry_overflow "
-                            f"{not carry}; use another --work_dir")  # fmt: skip
-        if not os.path.exists(info):
+        if os.path.exists(info):
+            if read_json(info).get("carry_overflow", False) != carry:
+                raise UserError(f"{dest} was built with carry_overflow "
+                                f"{not carry}; use another --work_dir")  # fmt: skip
+        else:
             progress(f"building {name} TFRecords (length {recipe['max_seq_length']}) from {src}")
             pretraining_data.build_dataset(src, vocab, dest, max_seq_length=recipe["max_seq_length"],
                                            num_processes=2, num_out_files=shards, overwrite=True,

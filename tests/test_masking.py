@@ -155,8 +155,6 @@ def test_randomness_is_independent_of_batch_split_and_order():
 
 
 def test_pick_logits_equals_the_gather_and_its_gradient_bit_for_bit():
-    from electra_tf.masking import pick_logits
-
     rng = np.random.default_rng(3)
     logits = tf.constant(rng.standard_normal((3, 4, 50)), tf.float32)
     ids = tf.constant(rng.integers(0, 50, (3, 4)), tf.int32)
@@ -169,7 +167,7 @@ def test_pick_logits_equals_the_gather_and_its_gradient_bit_for_bit():
             loss = tf.reduce_sum((tf.reduce_logsumexp(logits, -1) - picked) * upstream)
         return picked.numpy(), tape.gradient(loss, logits).numpy()
 
-    got, got_grad = value_and_grad(pick_logits)
+    got, got_grad = value_and_grad(masking.pick_logits)
     want, want_grad = value_and_grad(lambda x, i: tf.gather(x, i, batch_dims=2))
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_grad, want_grad)
