@@ -93,10 +93,10 @@ def main() -> None:
     if demo:
         prepare_demo_data(data_dir, DEMO_VOCAB, config.model.max_seq_length)
     trainer = train.Trainer(config)
-    if config.run.do_train:
+    if config.general.do_train:
         trainer.train()
     model_dir = config.paths.model_dir
-    if config.run.do_eval:
+    if config.general.do_eval:
         metrics = trainer.evaluate()
         print("eval results:")
         for k in sorted(metrics):

@@ -85,8 +85,8 @@ def main(_argv) -> None:
     what = model_dir or FLAGS.checkpoint
     if not config.objective_class.detects_replaced_tokens:
         raise UserError(
-            f"{what}: objective {config.objective.objective!r}"
-            + ("" if config.objective.electra_objective else " with electra_objective=false")
+            f"{what}: objective {config.task.objective!r}"
+            + ("" if config.task.electra_objective else " with electra_objective=false")
             + " has no discriminator to score"
         )
     if config.generator.uniform_generator:
@@ -97,7 +97,7 @@ def main(_argv) -> None:
     files = pretraining_data.check_tfrecords(
         config.paths.pretrain_tfrecords, config.model.max_seq_length
     )
-    batch_size = FLAGS.batch_size or config.run.eval_batch_size
+    batch_size = FLAGS.batch_size or config.general.eval_batch_size
     dataset = pretraining_data.pretraining_dataset(
         files, config.model.max_seq_length, batch_size, is_training=False
     )
@@ -116,7 +116,7 @@ def main(_argv) -> None:
         num_batches=batches,
         batch_size=batch_size,
         top_k=scorer.top_k,
-        mask_prob=config.objective.mask_prob,
+        mask_prob=config.task.mask_prob,
         seed=FLAGS.seed,
     )
     result = {k: (float(v) if isinstance(v, np.floating) else v) for k, v in result.items()}

@@ -168,7 +168,7 @@ def peer_spec(runner, tmp, batch):
         raise SystemExit("error: --peer=hf needs a separate generator (the default)")
     batch_file = os.path.join(tmp, "batch.npz")
     np.savez(batch_file, **batch)
-    o, opt = c.objective, c.optimizer
+    o, opt = c.task, c.optimization
     spec = dict(
         disc=disc.to_dict(),
         gen=gen.to_dict(),
@@ -183,7 +183,7 @@ def peer_spec(runner, tmp, batch):
         clip_norm=opt.clip_norm,
         gradient_accumulation_steps=c.scale.gradient_accumulation_steps,
         batch_file=batch_file,
-        seed=c.scale.seed,
+        seed=c.general.seed,
         precision=FLAGS.precision,
     )
     path = os.path.join(tmp, "peer_spec.json")

@@ -193,14 +193,6 @@ def from_flat(
     return {name: section(**values[name]) for name, section in sections.items()}
 
 
-def to_flat(*instances: Any) -> Dict[str, Any]:
-    """The flat dict of hparams of section instances (the keys of the original)."""
-    out: Dict[str, Any] = {}
-    for instance in instances:
-        out.update(dataclasses.asdict(instance))
-    return out
-
-
 def parse_hparams(value: Optional[str]) -> Dict[str, Any]:
     """`--hparams`: a JSON object string, or a path to a file holding one. A syntax error names
     the line and column."""

@@ -125,3 +125,32 @@ def get_generator_config(
         intermediate_size=4 * hidden,
         num_attention_heads=max(1, hidden // 64),
     )
+
+
+def explicit_generator_config(
+    disc: ModelConfig, derived: ModelConfig, overrides: Dict[str, Any], untied_embeddings: bool
+) -> ModelConfig:
+    """The `generator_config` hparam (`overrides`) over the derived generator config; with tied
+    embeddings (`untied_generator_embeddings` false) the embedding shapes must be the
+    discriminator's."""
+    values = derived.to_dict()
+    hidden = overrides.get("hidden_size")
+    if isinstance(hidden, int) and hidden > 0:  # widths follow an explicit hidden size
+        values.update(intermediate_size=4 * hidden, num_attention_heads=max(1, hidden // 64))
+        if untied_embeddings:
+            values["embedding_size"] = hidden
+    gen = ModelConfig.from_dict({**values, **overrides}, source="generator_config")
+    if not untied_embeddings:
+        for key in ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"):
+            if getattr(gen, key) != getattr(disc, key):
+                raise UserError(
+                    f"generator_config {key}={getattr(gen, key)} differs from the "
+                    f"discriminator's {getattr(disc, key)}, but the embeddings are tied "
+                    "(set untied_generator_embeddings=true)"
+                )
+    if gen.vocab_size != disc.vocab_size:
+        raise UserError(
+            f"generator_config vocab_size {gen.vocab_size} differs from the "
+            f"discriminator's {disc.vocab_size}"
+        )
+    return gen

@@ -2,16 +2,17 @@
 
 Every default lives here (as the original's `configure_pretraining.PretrainingConfig`): an
 unknown key is an error that lists the valid keys, a value of the wrong type names the key and
-the type it expects, and impossible combinations are errors saying why.
+the type it expects, and impossible combinations are errors saying why. Built and read as the
+fine-tuning config is (`electra_tf.sectioned_config`).
 
 Example:
     >>> c = PretrainingConfig.from_flat("m", "data", {"num_train_steps": 20, "debug": True})
-    >>> c.optimizer.train_batch_size, c.max_predictions_per_seq
-    (8, 19)
+    >>> c.train_batch_size, c.optimization.train_batch_size, c.max_predictions_per_seq
+    (8, 8, 19)
 """
 
 import dataclasses
-from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Tuple, Union
 
 from electra_tf import data_layout, objectives, run_dir
 from electra_tf import hparams as hp
@@ -22,14 +23,16 @@ from electra_tf.model_config import (
     BERT_VOCAB_SIZE,
     MODEL_SIZES,
     ModelConfig,
+    explicit_generator_config,
     get_generator_config,
     get_model_config,
 )
 from electra_tf.optimization import OPTIMIZERS
+from electra_tf.sectioned_config import SectionedConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class RunHparams:
+class GeneralHparams:
     debug: bool = hparam(False, help="tiny model and few steps, as the original's debug preset")
     do_train: bool = hparam(True, help="train to num_train_steps; a re-run resumes from the newest")
     do_eval: bool = hparam(False, help="evaluate on num_eval_steps batches of the training data")
@@ -42,10 +45,14 @@ class RunHparams:
     save_checkpoints_steps: int = hparam(1000, help="steps between checkpoints")
     keep_checkpoint_max: int = hparam(5, help="newest checkpoints kept (0: all)")
     log_every_steps: int = hparam(10, help="steps between progress lines and train summaries")
+    seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
+    deterministic: bool = hparam(
+        False, help="needs seed set: op determinism; a resumed run replays exactly"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
-class ObjectiveHparams:
+class TaskHparams:  # the pretraining task: its objective, loss weights and masking
     electra_objective: bool = hparam(True, help="false: the original's masked LM only")
     objective: str = hparam("electra", choices=objectives.NAMES, help="paper Table 5, and Electric")
     gen_weight: float = hparam(1.0, help="weight of the generator's (masked-LM) loss")
@@ -65,7 +72,9 @@ class GeneratorHparams:
     generator_layers: float = hparam(1.0, help="layers, a fraction of the discriminator's")
     generator_hidden_size: float = hparam(0.25, help="width, a fraction of the discriminator's")
     # false | "uniform" (= true, the original's) | "unigram"
-    uniform_generator: Union[bool, Literal["uniform", "unigram"]] = hparam(False, help="no generator network: uniform (true) or unigram samples")
+    uniform_generator: Union[bool, Literal["uniform", "unigram"]] = hparam(
+        False, help="no generator network: uniform (true) or unigram samples"
+    )
     generator_config: Dict[str, Any] = hparam({}, help="BERT JSON keys overriding the derived")
     token_counts_file: Optional[str] = hparam(None, help="None: token_counts.txt by the data")
     two_tower_generator: bool = hparam(False, help="Electric's cloze generator; forced by it")
@@ -90,7 +99,7 @@ class ModelHparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class OptimizerHparams:
+class OptimizationHparams:
     learning_rate: float = hparam(5e-4, help="peak learning rate")
     lr_decay_power: float = hparam(1.0, help="power of the polynomial decay to 0 (1: linear)")
     weight_decay_rate: float = hparam(0.01, help="decoupled weight decay (not LayerNorm, bias)")
@@ -122,11 +131,14 @@ class ScaleHparams:
     # "auto": the fastest of float32 and mixed_bfloat16 (GPUs: and mixed_float16), measured on
     # this machine for this model once and cached (electra_tf.train.step_path)
     precision: str = hparam(
-        "float32", choices=(*PRECISIONS, "auto"), help="Keras mixed-precision policy; auto: measured"
+        "float32",
+        choices=(*PRECISIONS, "auto"),
+        help="Keras mixed-precision policy; auto: measured",
     )
     # "auto": runs of >= 2,000 steps (and any with precision auto) measure XLA on / off / the
     # element-wise pieces only (electra_tf.train.step_path); shorter runs take a rule: XLA on
     # GPUs, TPUs and CPUs without AVX512_BF16, the graph path elsewhere (train.devices)
+    # (null, as older configs record it, reads as "auto")
     jit_compile: Union[bool, Literal["auto"]] = hparam("auto", help="XLA-compile the step")
     # each layer's dropout + residual + LayerNorm and GELU as XLA-compiled pieces between the
     # matmuls (which stay on oneDNN): faster on CPUs, rounding differs from the plain ops';
@@ -137,21 +149,21 @@ class ScaleHparams:
     iterations_per_loop: int = hparam(200, help="steps per tf.function call (one host sync)")
     # all-reduce gradients in this dtype (None: float32): half the bytes on the wire, for
     # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
-    allreduce_dtype: Optional[str] = hparam(None, choices=(None, "bfloat16", "float16"), help="all-reduce gradients in it; null: float32")
-    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
-    seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
-    deterministic: bool = hparam(
-        False, help="needs seed set: op determinism; a resumed run replays exactly"
+    allreduce_dtype: Optional[str] = hparam(
+        None,
+        choices=(None, "bfloat16", "float16"),
+        help="all-reduce gradients in it; null: float32",
     )
+    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
     peak_flops: Optional[float] = hparam(None, help="None: measured or from a table (MFU)")
 
 
 SECTIONS = {
-    "run": RunHparams,
-    "objective": ObjectiveHparams,
+    "general": GeneralHparams,
+    "task": TaskHparams,
     "generator": GeneratorHparams,
     "model": ModelHparams,
-    "optimizer": OptimizerHparams,
+    "optimization": OptimizationHparams,
     "paths": PathHparams,
     "scale": ScaleHparams,
 }
@@ -163,39 +175,47 @@ DEBUG_MODEL = dict(
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingConfig:
-    """All pretraining hyperparameters, by section; build with `from_flat`."""
+class PretrainingConfig(SectionedConfig):
+    """All pretraining hyperparameters, by section; build with `from_flat`, read `config.KEY`
+    (`electra_tf.sectioned_config`)."""
+
+    SECTIONS = SECTIONS
 
     model_name: str
     data_dir: str
-    run: RunHparams
-    objective: ObjectiveHparams
+    general: GeneralHparams
+    task: TaskHparams
     generator: GeneratorHparams
     model: ModelHparams
-    optimizer: OptimizerHparams
+    optimization: OptimizationHparams
     paths: PathHparams
     scale: ScaleHparams
     max_predictions_per_seq: int
 
     @classmethod
     def from_flat(
-        cls, model_name: str, data_dir: str, hparams: Optional[Mapping[str, Any]] = None
+        cls,
+        model_name: str,
+        data_dir: str,
+        hparams: Optional[Mapping[str, Any]] = None,
+        explicit: Optional[Iterable[str]] = None,
     ) -> "PretrainingConfig":
         """The config for the original's flat hparams (JSON keys) over the defaults."""
-        hparams = dict(hparams or {})
+        hparams = cls.read_nulls(hparams or {})
+        explicit = list(hparams if explicit is None else explicit)
         hp.reject_unknown(hparams, PRETRAINING_DEFAULTS)
         values = dict(PRETRAINING_DEFAULTS)
         values["model_hparam_overrides"] = {}
         values.update(hparams)
-        if _flag(values, "debug"):
+        if values["debug"] is True:  # another value is an error of from_flat's, below
             values.update(DEBUG_PRESET)
             values["model_hparam_overrides"] = dict(DEBUG_MODEL)
         if values["model_size"] == "small" and values["embedding_size"] is None:
             values["embedding_size"] = 128
         values.update(hparams)  # explicit values win over the presets
-        sections = hp.from_flat(SECTIONS, values, explicit=hparams)
+        sections = hp.from_flat(SECTIONS, values, explicit=explicit)
         # the default seed (0) serves a run that asks for no determinism; one that does names it
-        hp.require_seed(sections["scale"].deterministic, hparams.get("seed"))
+        hp.require_seed(sections["general"].deterministic, hparams.get("seed"))
         paths = sections["paths"]
         sections["paths"] = dataclasses.replace(
             paths,
@@ -203,11 +223,10 @@ class PretrainingConfig:
             vocab_file=paths.vocab_file or data_layout.vocab_file(data_dir),
             model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
-        o, m, g = sections["objective"], sections["model"], sections["generator"]
-        two_tower = objectives.objective_class(
-            o.objective, o.electra_objective, o.adversarial_generator, o.electric_objective
-        ).requires_two_tower_generator
-        if two_tower and not g.two_tower_generator:  # Electric forces it, as the original
+        o, m, g = sections["task"], sections["model"], sections["generator"]
+        if (
+            _objective_class(o).requires_two_tower_generator and not g.two_tower_generator
+        ):  # Electric forces it, as the original
             if "two_tower_generator" in hparams:
                 raise UserError(
                     "Electric needs the two-tower generator: two_tower_generator cannot be false"
@@ -221,23 +240,18 @@ class PretrainingConfig:
 
     def to_flat(self) -> Dict[str, Any]:
         """Every hparam under its flat key, plus model_name, data_dir, max_predictions_per_seq."""
-        d = hp.to_flat(*(getattr(self, name) for name in SECTIONS))
-        d.update(
-            model_name=self.model_name,
-            data_dir=self.data_dir,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-        )
-        return d
+        return {**super().to_flat(), "max_predictions_per_seq": self.max_predictions_per_seq}
+
+    @property
+    def run_path(self) -> str:
+        return self.paths.model_dir
 
     @property
     def objective_class(self) -> type:
-        o = self.objective
-        return objectives.objective_class(
-            o.objective, o.electra_objective, o.adversarial_generator, o.electric_objective
-        )
+        return _objective_class(self.task)
 
     def build_objective(self) -> objectives.Objective:
-        o = self.objective
+        o = self.task
         return objectives.build(
             o.objective,
             o.electra_objective,
@@ -260,25 +274,25 @@ class PretrainingConfig:
         return self.samples_replacements and g.untied_generator and not g.uniform_generator
 
     def validate(self) -> None:
-        r, o, g, s = self.run, self.objective, self.generator, self.scale
+        r, o, g, s = self.general, self.task, self.generator, self.scale
         if r.do_train == r.do_eval and not r.do_train:
             raise UserError("at least one of do_train and do_eval must be true")
         if not 0 < o.mask_prob < 1:
             raise UserError(f"mask_prob must be in (0, 1), got {o.mask_prob}")
         for key, value in (
             ("iterations_per_loop", s.iterations_per_loop),
-            ("train_batch_size", self.optimizer.train_batch_size),
+            ("train_batch_size", self.optimization.train_batch_size),
             ("eval_batch_size", r.eval_batch_size),
-            ("num_train_steps", self.optimizer.num_train_steps),
+            ("num_train_steps", self.optimization.num_train_steps),
             ("max_seq_length", self.model.max_seq_length),
         ):
             if value < 1:
                 raise UserError(f"{key} must be positive, got {value}")
-        hp.require_non_negative(embedding_lr_multiplier=self.optimizer.embedding_lr_multiplier)
+        hp.require_non_negative(embedding_lr_multiplier=self.optimization.embedding_lr_multiplier)
         accum = s.gradient_accumulation_steps
-        if accum < 1 or self.optimizer.train_batch_size % accum:
+        if accum < 1 or self.optimization.train_batch_size % accum:
             raise UserError(
-                f"train_batch_size {self.optimizer.train_batch_size} is not divisible by "
+                f"train_batch_size {self.optimization.train_batch_size} is not divisible by "
                 f"gradient_accumulation_steps {accum}"
             )
         samples = self.objective_class.samples_replacements  # impossible combinations raise
@@ -308,13 +322,13 @@ class PretrainingConfig:
         self._validate_two_stage()
 
     def _validate_two_stage(self) -> None:
-        n, o, g = self.optimizer.two_stage_steps, self.objective, self.generator
+        n, o, g = self.optimization.two_stage_steps, self.task, self.generator
         if n == 0:
             return
-        if not 0 < n < self.optimizer.num_train_steps:
+        if not 0 < n < self.optimization.num_train_steps:
             raise UserError(
                 f"two_stage_steps must be 0 (off) or in (0, num_train_steps "
-                f"{self.optimizer.num_train_steps}), got {n}"
+                f"{self.optimization.num_train_steps}), got {n}"
             )
         cls = self.objective_class
         if not cls.detects_replaced_tokens or o.adversarial_generator or g.two_tower_generator:
@@ -363,37 +377,13 @@ class PretrainingConfig:
         if g.untied_generator_embeddings:
             gen = dataclasses.replace(gen, embedding_size=gen.hidden_size)
         if g.generator_config:
-            gen = _explicit_generator_config(disc, gen, g)
+            gen = explicit_generator_config(
+                disc, gen, g.generator_config, g.untied_generator_embeddings
+            )
         return disc, gen
 
 
-def _explicit_generator_config(disc: ModelConfig, derived: ModelConfig, g: GeneratorHparams):
-    """The `generator_config` hparam over the derived generator config."""
-    values = derived.to_dict()
-    hidden = g.generator_config.get("hidden_size")
-    if isinstance(hidden, int) and hidden > 0:  # widths follow an explicit hidden size
-        values.update(intermediate_size=4 * hidden, num_attention_heads=max(1, hidden // 64))
-        if g.untied_generator_embeddings:
-            values["embedding_size"] = hidden
-    gen = ModelConfig.from_dict({**values, **g.generator_config}, source="generator_config")
-    if not g.untied_generator_embeddings:
-        for key in ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"):
-            if getattr(gen, key) != getattr(disc, key):
-                raise UserError(
-                    f"generator_config {key}={getattr(gen, key)} differs from the "
-                    f"discriminator's {getattr(disc, key)}, but the embeddings are tied "
-                    "(set untied_generator_embeddings=true)"
-                )
-    if gen.vocab_size != disc.vocab_size:
-        raise UserError(
-            f"generator_config vocab_size {gen.vocab_size} differs from the "
-            f"discriminator's {disc.vocab_size}"
-        )
-    return gen
-
-
-def _flag(values: Dict[str, Any], key: str) -> bool:
-    value = values[key]
-    if not isinstance(value, bool):
-        raise UserError(f"hparam {key}: expected bool, got {value!r} ({type(value).__name__})")
-    return value
+def _objective_class(t: TaskHparams) -> type:
+    return objectives.objective_class(
+        t.objective, t.electra_objective, t.adversarial_generator, t.electric_objective
+    )

@@ -277,7 +277,7 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
         "random_init": random_init,
         "log_every_steps": 100000,
     }
-    config = FinetuningConfig.from_hparams(name, data_dir, hparams)
+    config = FinetuningConfig.from_flat(name, data_dir, hparams, explicit=())
     results_dir = config.results_dir
     path = os.path.join(results_dir, "sst.json")
     done = read_json(path) if os.path.exists(path) else None

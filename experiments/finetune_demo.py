@@ -101,7 +101,7 @@ def run(overrides: dict, data_dir: str, model_name: str) -> None:
     scores = []
     for what, name, hparams in runs:
         print(f"demo: fine-tuning {what}", flush=True)
-        config = FinetuningConfig.from_hparams(name, data_dir, hparams, explicit=overrides)
+        config = FinetuningConfig.from_flat(name, data_dir, hparams, explicit=overrides)
         results = run_finetuning(config)
         accuracy = results["sst"]["median"]["dev"]["accuracy"]
         scores.append((what, accuracy, kept_accuracy(config, hparams)))

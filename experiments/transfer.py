@@ -307,7 +307,7 @@ def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> D
     pt = run["pretrained"]
     h = run_hparams(run, pool_size)
     paths = {"init_checkpoint": encoder_dir(data, pt, plan[pt]), "vocab_file": data["vocab"]}
-    config = FinetuningConfig.from_hparams(run["name"], ddir, {**h, **paths})
+    config = FinetuningConfig.from_flat(run["name"], ddir, {**h, **paths}, explicit=())
     keras.backend.clear_session()
     t = time.time()
     run_finetuning(config)

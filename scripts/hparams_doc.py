@@ -26,7 +26,9 @@ Every hparam of `run_pretraining.py` and `run_finetuning.py`, by section. They a
 flat keys: pass them as `--hparams='{"key": value}'` or `--hparams=FILE.json`. An unknown key, a
 value of the wrong type or one outside its choices is one `error:` line naming the key. `null`
 means the value is derived (the help says from what). Keys marked *no effect* are accepted because
-the original's hparams files have them, and warn once when set.
+the original's hparams files have them, and warn once when set. A key that both scripts have sits
+in the section of the same name in both and means the same in both (`seed`, `learning_rate` and
+`max_seq_length` also take `null` in fine-tuning; `precision` takes `auto` in pretraining).
 
 This file is generated from the typed sections (`electra_tf/pretraining_config.py`,
 `electra_tf/finetune/config.py`) by `python scripts/hparams_doc.py > docs/HPARAMS.md`; do not edit

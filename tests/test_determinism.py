@@ -15,11 +15,13 @@ MESSAGE = 'hparam deterministic: true needs a seed: set "seed" (an integer) too'
 
 def test_pretraining_deterministic_needs_a_seed():
     c = PretrainingConfig.from_flat("m", "d", {"deterministic": True, "seed": 7})
-    assert (c.scale.deterministic, c.scale.seed) == (True, 7)
+    assert (c.general.deterministic, c.general.seed) == (True, 7)
     # seed 0 set explicitly is a seed (the default's value, but the user's choice)
-    assert PretrainingConfig.from_flat("m", "d", {"deterministic": True, "seed": 0}).scale.seed == 0
+    assert (
+        PretrainingConfig.from_flat("m", "d", {"deterministic": True, "seed": 0}).general.seed == 0
+    )
     # without determinism the default seed still serves (initial weights, masking)
-    assert PretrainingConfig.from_flat("m", "d", {}).scale.seed == 0
+    assert PretrainingConfig.from_flat("m", "d", {}).general.seed == 0
     with pytest.raises(UserError) as e:
         PretrainingConfig.from_flat("m", "d", {"deterministic": True})
     assert str(e.value) == MESSAGE

@@ -73,7 +73,7 @@ def write_finetuned(data_dir: str, tasks: list, seed: int = 0, legacy: bool = Fa
     # as run_finetuning.py wrote it before config.json recorded its kind
     model_dir = os.path.join(config.pretrained_model_dir, "finetuning_models", "_".join(tasks))
     tf.train.Checkpoint(model=model).write(os.path.join(model_dir, "ckpt"))
-    run = {**config.to_dict(), "model_config": mc.to_dict(), "task_names": tasks}
+    run = {**config.to_flat(), "model_config": mc.to_dict(), "task_names": tasks}
     with open(os.path.join(model_dir, "config.json"), "w") as f:
         json.dump(run, f)
     shutil.copyfile(vocab, os.path.join(model_dir, "vocab.txt"))

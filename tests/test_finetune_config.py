@@ -109,11 +109,11 @@ def test_compat_keys_warn_once_and_only_when_set(monkeypatch, capsys):
     ]
     # the debug preset sets log_examples; a config read back from a run's config.json (every
     # key recorded) is not the user's doing: neither warns
-    recorded = FinetuningConfig("m", "d", debug=True).to_dict()
+    recorded = FinetuningConfig("m", "d", debug=True).to_flat()
     assert recorded["log_examples"] is True
     recorded = {k: v for k, v in recorded.items() if k not in ("model_name", "data_dir")}
-    again = FinetuningConfig.from_hparams("m", "d", recorded)
-    assert again.to_dict() == FinetuningConfig("m", "d", debug=True).to_dict()
+    again = FinetuningConfig.from_flat("m", "d", recorded, explicit=())
+    assert again.to_flat() == FinetuningConfig("m", "d", debug=True).to_flat()
     assert capsys.readouterr().err == ""
     assert FinetuningConfig("m", "d", predict_batch_size=8).predict_batch_size == 8
 
@@ -186,8 +186,8 @@ def test_frozen_and_every_key_recorded():
         config.general.seed = 4
     other = config.with_hparams(vocab_file="v.txt")
     assert (other.vocab_file, config.vocab_file, other.seed) == ("v.txt", None, 3)
-    assert config.hparams()["num_train_epochs"] is None  # derived, not written back
-    d = config.to_dict()
+    assert config.sections_flat()["num_train_epochs"] is None  # derived, not written back
+    d = config.to_flat()
     # the keys of the original's configure_finetuning.py and this project's additions
     # (optimizer: #17; deterministic: #19; reinit_top_layers, embedding_lr_multiplier: #15;
     # classifier_pooling; distribution, precision, allreduce_dtype, gradient_accumulation_steps:

@@ -94,9 +94,10 @@ def test_lamb_without_weight_decay_still_adapts_and_adamw_is_unchanged():
 
 
 def test_optimizer_hparam():
-    assert PretrainingConfig.from_flat("t", "d").optimizer.optimizer == "adamw"
+    assert PretrainingConfig.from_flat("t", "d").optimization.optimizer == "adamw"
     assert (
-        PretrainingConfig.from_flat("t", "d", {"optimizer": "lamb"}).optimizer.optimizer == "lamb"
+        PretrainingConfig.from_flat("t", "d", {"optimizer": "lamb"}).optimization.optimizer
+        == "lamb"
     )
     assert FinetuningConfig("m", "d").optimizer == "adamw"
     assert FinetuningConfig("m", "d", optimizer="lamb").optimizer == "lamb"

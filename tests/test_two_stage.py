@@ -142,7 +142,7 @@ def test_two_stage_validation():
     }.items():
         with pytest.raises(UserError, match=message):
             _model(**hp)
-    assert _model(two_stage_steps=0)[0].optimizer.two_stage_steps == 0
+    assert _model(two_stage_steps=0)[0].optimization.two_stage_steps == 0
 
 
 @pytest.mark.slow

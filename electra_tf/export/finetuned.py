@@ -57,10 +57,11 @@ def load_finetuned(
     hparams = {k: v for k, v in recorded.hparams.items() if k not in ("model_name", "data_dir")}
     hparams["vocab_file"] = vocab_file
     try:  # every key is recorded: none counts as the user's (no compat warnings)
-        config = FinetuningConfig.from_hparams(
+        config = FinetuningConfig.from_flat(
             recorded.hparams.get("model_name", "model"),
             data_dir or recorded.hparams.get("data_dir", "."),
             hparams,
+            explicit=(),
         )
     except UserError as e:
         raise UserError(f"{config_path}: {e}") from None

@@ -16,7 +16,9 @@ A value left None is derived by `FinetuningConfig` (never written back into the 
 task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the original
 (`registry.task_defaults`), `learning_rate` from a custom task's task.json else the model size,
 `layerwise_lr_decay` and the small model's `embedding_size` from the model size,
-`init_checkpoint` from the data dir and model name.
+`init_checkpoint` from the data dir and model name, `vocab_size` (only read without a
+config.json by the model) from the vocab file's lines, as pretraining does. Built and read as the
+pretraining config is (`electra_tf.sectioned_config`).
 """
 
 import dataclasses
@@ -33,10 +35,10 @@ from electra_tf.hparams import (
     hparam,
     require_non_negative,
     require_seed,
-    to_flat,
 )
 from electra_tf.model_config import MODEL_SIZES
 from electra_tf.optimization import OPTIMIZERS
+from electra_tf.sectioned_config import SectionedConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,13 +48,17 @@ class GeneralHparams:
     do_train: bool = hparam(True, help="false: no fine-tuning (score as loaded)")
     do_eval: bool = hparam(True, help="score the dev split(s)")
     keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
-    seed: Optional[int] = hparam(None, help="None: nondeterministic; trial t uses seed + t")
+    # the same default as pretraining's (HF's Trainer also seeds by default): a re-run draws the
+    # same initial head, data order and dropout; null leaves TensorFlow unseeded
+    seed: Optional[int] = hparam(0, help="trial t uses seed + t; null: unseeded")
     deterministic: bool = hparam(
         False, help="needs seed set: op determinism, dropout seeds from (seed, step): exact resumes"
     )
     save_checkpoints_steps: int = hparam(
         1000, help="a trial's checkpoint interval in steps (a re-run resumes from the newest)"
     )
+    log_every_steps: int = hparam(10, help="steps between progress lines")
+    eval_batch_size: int = hparam(32, help="evaluation batch size")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +67,11 @@ class ModelHparams:
     task_names: Union[list, str] = hparam(["sst"], help="a list, or names separated by commas")
     model_hparam_overrides: dict = hparam({}, help="only without a config.json by the model")
     embedding_size: Optional[int] = hparam(None, help="only without a config.json by the model")
-    vocab_size: int = hparam(30522, help="only without a config.json by the model")
+    vocab_size: Optional[int] = hparam(
+        None, help="only without a config.json by the model; null: the vocab file's lines"
+    )
     do_lower_case: bool = hparam(True, help="lower-case (and strip accents) in tokenizing")
+    max_seq_length: Optional[int] = hparam(None, help="None: from the tasks' kinds")
     # new: the top N transformer layers keep their fresh initialisation instead of the
     # pretrained weights (Zhang et al. 2021, "Revisiting Few-sample BERT Fine-tuning")
     reinit_top_layers: int = hparam(0, help="0: every layer pretrained (the original)")
@@ -88,14 +97,9 @@ class OptimizationHparams:
     )
     num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
-    clip_norm: float = hparam(1.0, help="gradient global-norm clip")
+    clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
-    # "auto" (or None, as configs written before it): XLA for a trial of at least
-    # devices.MIN_XLA_STEPS (300) steps (`electra_tf.train.devices.choose_jit_compile`)
-    jit_compile: Union[bool, Literal["auto"], None] = hparam(
-        "auto", help="XLA-compile the step; auto: for trials of >= 300 steps"
-    )
-    log_every_steps: int = hparam(10, help="steps between progress lines")
+    train_batch_size: int = hparam(32, help="training batch size")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +115,12 @@ class ScaleHparams:
         help="all-reduce gradients in it; null: float32",
     )
     gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
+    # "auto": XLA for a trial of at least devices.MIN_XLA_STEPS (300) steps
+    # (`electra_tf.train.devices.choose_jit_compile`; pretraining's step is another workload,
+    # measured apart); null, as configs written before "auto" record it, reads as "auto"
+    jit_compile: Union[bool, Literal["auto"]] = hparam(
+        "auto", help="XLA-compile the step; auto: for trials of >= 300 steps"
+    )
     # the original's TPU steps per loop; here steps per tf.function call, cut at each multiple
     # of log_every_steps and save_checkpoints_steps
     iterations_per_loop: int = hparam(1000, help="steps per tf.function call (one host sync)")
@@ -118,9 +128,6 @@ class ScaleHparams:
 
 @dataclasses.dataclass(frozen=True)
 class DataHparams:
-    max_seq_length: Optional[int] = hparam(None, help="None: from the tasks' kinds")
-    train_batch_size: int = hparam(32, help="training batch size")
-    eval_batch_size: int = hparam(32, help="evaluation batch size")
     double_unordered: bool = hparam(True, help="MRPC and STS train pairs also swapped")
     write_test_outputs: bool = hparam(False, help="also write the test split(s)' predictions")
 
@@ -175,8 +182,6 @@ SECTIONS = {
     "paths": PathHparams,
     "compat": CompatHparams,
 }
-# the flat key -> its section's attribute name
-_SECTION_OF = {f.name: name for name, s in SECTIONS.items() for f in dataclasses.fields(s)}
 # the original's debug preset; the user's own values still win over it
 DEBUG_PRESET: dict[str, Any] = {
     "num_trials": 1,
@@ -188,8 +193,9 @@ SIZE_LEARNING_RATES = {"small": 3e-4, "base": 1e-4, "large": 5e-5}
 
 
 @dataclasses.dataclass(frozen=True, init=False)
-class FinetuningConfig:
-    """All fine-tuning hyperparameters: `FinetuningConfig(model_name, data_dir, **hparams)`.
+class FinetuningConfig(SectionedConfig):
+    """All fine-tuning hyperparameters: `FinetuningConfig(model_name, data_dir, **hparams)`, or
+    `FinetuningConfig.from_flat(model_name, data_dir, hparams)` as pretraining's.
 
     Every flat key reads as an attribute (`config.beam_size`), the derived ones resolved
     (`config.num_train_epochs`); the sections hold the values as given. Frozen: `with_hparams`
@@ -207,6 +213,8 @@ class FinetuningConfig:
         (10.0, 128)
     """
 
+    SECTIONS = SECTIONS
+
     model_name: str
     data_dir: str
     general: GeneralHparams
@@ -222,22 +230,24 @@ class FinetuningConfig:
         self._build(model_name, data_dir, hparams, explicit=hparams)
 
     @classmethod
-    def from_hparams(
+    def from_flat(
         cls,
         model_name: str,
         data_dir: str,
-        hparams: Mapping[str, Any],
-        explicit: Iterable[str] = (),
+        hparams: Optional[Mapping[str, Any]] = None,
+        explicit: Optional[Iterable[str]] = None,
     ) -> "FinetuningConfig":
-        """A config from flat hparams; only the keys in `explicit` warn (compat keys): a config
-        read back from a run's config.json, which records every key, does not warn."""
+        """A config from flat hparams; only the keys in `explicit` (default: all of `hparams`)
+        warn (compat keys): pass `explicit=()` for a config read back from a run's config.json,
+        which records every key."""
+        hparams = dict(hparams or {})
         config = cls.__new__(cls)
-        config._build(model_name, data_dir, hparams, explicit)
+        config._build(model_name, data_dir, hparams, hparams if explicit is None else explicit)
         return config
 
     def _build(self, model_name, data_dir, hparams: Mapping[str, Any], explicit) -> None:
         flat = dict(DEBUG_PRESET) if hparams.get("debug") is True else {}
-        flat.update(hparams)
+        flat = self.read_nulls({**flat, **hparams})
         sections = from_flat(SECTIONS, flat, explicit=list(explicit))
         object.__setattr__(self, "model_name", model_name)
         object.__setattr__(self, "data_dir", data_dir)
@@ -247,23 +257,9 @@ class FinetuningConfig:
             raise UserError("task_names is empty")
         if not all(isinstance(t, str) for t in self.task_names):
             raise UserError(f"hparam task_names: expected names (strings), got {self.task_names}")
+        # the default seed is not a choice made for determinism: the user names one
+        require_seed(self.deterministic, flat.get("seed"))
         self._validate()
-
-    def __getattr__(self, key: str) -> Any:
-        # called only for names that are not attributes: the flat keys of the sections
-        section = _SECTION_OF.get(key)
-        if section is None:
-            raise AttributeError(f"{type(self).__name__} has no attribute {key!r}")
-        return getattr(object.__getattribute__(self, section), key)
-
-    def with_hparams(self, **hparams: Any) -> "FinetuningConfig":
-        """A copy with some hparams changed (set by the program: no compat warning)."""
-        flat = {**self.hparams(), **hparams}
-        return FinetuningConfig.from_hparams(self.model_name, self.data_dir, flat)
-
-    def hparams(self) -> dict[str, Any]:
-        """The flat hparams as given (None where a value is derived)."""
-        return to_flat(*(getattr(self, name) for name in SECTIONS))
 
     # -- derived values ---------------------------------------------------------------------------
 
@@ -283,7 +279,7 @@ class FinetuningConfig:
 
     @property
     def max_seq_length(self) -> int:
-        given = self.data.max_seq_length
+        given = self.model.max_seq_length
         if given is None:
             return registry.task_defaults(self.task_names, self.data_dir).max_seq_length
         return given
@@ -316,9 +312,9 @@ class FinetuningConfig:
         return self.paths.init_checkpoint or self.pretrained_model_dir
 
     @property
-    def run(self) -> run_dir.RunDirectory:
+    def run_path(self) -> str:
         """The pretrained model's run directory (results, kept fine-tuned models)."""
-        return run_dir.RunDirectory(self.pretrained_model_dir)
+        return self.pretrained_model_dir
 
     @property
     def results_dir(self) -> str:
@@ -330,15 +326,7 @@ class FinetuningConfig:
     def trial_seed(self, trial: int) -> Optional[int]:
         return None if self.seed is None else int(self.seed) + trial
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every flat key with its resolved value, and the model name and data dir (what the
-        results and a kept model's config.json record)."""
-        d = {key: getattr(self, key) for key in _SECTION_OF}
-        d.update(model_name=self.model_name, data_dir=self.data_dir)
-        return d
-
     def _validate(self) -> None:
-        require_seed(self.deterministic, self.seed)
         for key in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length"):
             if int(getattr(self, key)) < 1:
                 raise UserError(f"{key} must be positive, got {getattr(self, key)}")

@@ -12,7 +12,7 @@ ElectraBackbone preset (its config.json, assets/tokenizer/vocabulary.txt and tok
 import os
 from typing import Any, Optional
 
-from electra_tf import run_dir
+from electra_tf import run_dir, vocab
 from electra_tf.checkpoint import restore
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
@@ -61,7 +61,8 @@ def load_model_config(config: FinetuningConfig, checkpoint: Optional[str]) -> Mo
     log(f"no config.json beside {shown}: using the {config.model_size} preset")
     return get_model_config(
         config.model_size,
-        vocab_size=config.vocab_size,
+        # as pretraining: null is the vocab file's line count
+        vocab_size=config.vocab_size or len(vocab.load_vocab(resolve_vocab_file(config))),
         embedding_size=config.embedding_size,
         overrides=config.model_hparam_overrides,
     )

@@ -111,7 +111,7 @@ def keep_model(
         config.run.kept_checkpoint_prefix(config.task_names, trial, config.random_init)
     )
     kept = run_dir.RunDirectory(model_dir)
-    kept.write_config(run_dir.FINETUNING, config.to_dict(), model_config)
+    kept.write_config(run_dir.FINETUNING, config.to_flat(), model_config)
     kept.copy_vocab(config.vocab_file, overwrite=True)
     return model_dir
 
@@ -170,7 +170,7 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
         )
     model_config = load_model_config(config, checkpoint)
     positions = model_config.max_position_embeddings
-    if config.data.max_seq_length is None and config.max_seq_length > positions:
+    if config.model.max_seq_length is None and config.max_seq_length > positions:
         log(
             f"max_seq_length: the tasks' default {config.max_seq_length} exceeds the model's "
             f"max_position_embeddings; using {positions}"
@@ -231,7 +231,7 @@ def _train_and_score(
             "trials": [{**info, **res} for info, res in zip(trial_info, trials)],
             "median": median_results(trials) if trials and trials[0] else {},
             **class_balance(label_counts[task.name]),
-            "config": config.to_dict(),
+            "config": config.to_flat(),
             "model_config": model_config.to_dict(),
         }
         if chief:

@@ -48,7 +48,7 @@ class TrialRecord:
         self.config = config
         self.writer = writer
         self.path = config.run.finetuning_state_path(config.task_names, config.random_init)
-        run = {k: v for k, v in config.to_dict().items() if k not in _FREE_KEYS}
+        run = {k: v for k, v in config.to_flat().items() if k not in _FREE_KEYS}
         self.key = {"config": run, "init_checkpoint": checkpoint}
         self.trials: dict[str, Any] = {}
         reused = False

@@ -48,14 +48,14 @@ def pretraining_flops_per_step(
     BERT's). `sparse_embed_lookup` counts lookups as gathers; `backward_factor` is the backward
     pass as a multiple of the forward (0: forward only)."""
     disc, gen = config.model_configs(config.vocab_size_for(vocab_size))
-    g, o = config.generator, config.objective
+    g, o = config.generator, config.task
     if gen is None and config.samples_replacements and not g.uniform_generator:
         gen = disc  # untied_generator=false: the discriminator also runs as the generator
     return float(
         objectives.network_flops_per_step(
             disc,
             gen,
-            batch_size=config.optimizer.train_batch_size,
+            batch_size=config.optimization.train_batch_size,
             seq_len=config.model.max_seq_length,
             objective=o.objective,
             electra_objective=o.electra_objective,

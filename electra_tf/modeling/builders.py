@@ -49,7 +49,7 @@ def build_pretrainer(
         counts = load_unigram_counts(
             g.token_counts_file or config.paths.pretrain_tfrecords, vocab_size, special_ids
         )
-    wwm = config.objective.whole_word_masking
+    wwm = config.task.whole_word_masking
     if wwm and word_continuation is None and os.path.exists(config.paths.vocab_file):
         table = vocab.continuation_table(vocab.read_vocab(config.paths.vocab_file))
         # ids past the vocab file (a vocab_size above its length) are no ## pieces
@@ -60,8 +60,8 @@ def build_pretrainer(
         generator,
         config.build_objective(),
         special_ids,
-        temperature=config.objective.temperature,
-        disallow_correct=config.objective.disallow_correct,
+        temperature=config.task.temperature,
+        disallow_correct=config.task.disallow_correct,
         uniform_generator=g.uniform_generator if samples else False,
         unigram_counts=counts,
         tied_output_embeddings=config.model.tied_output_embeddings,

@@ -24,7 +24,7 @@ def input_files(config, tfrecords: Optional[str] = None, log=print) -> List[str]
     with skip_corrupt_records, after every shard is read once and what it cannot give counted."""
     c = config
     seq_len = c.model.max_seq_length
-    skip = c.run.skip_corrupt_records
+    skip = c.general.skip_corrupt_records
     files = pretraining_data.check_tfrecords(tfrecords or c.paths.pretrain_tfrecords, seq_len)
     for directory in sorted({os.path.dirname(f) for f in files}):
         pretraining_data.check_dataset_info(
@@ -122,7 +122,7 @@ def replica_iterators(
     c = config
     seq_len = c.model.max_seq_length
     files = files or input_files(c, tfrecords)
-    batch = c.optimizer.train_batch_size if is_training else c.run.eval_batch_size
+    batch = c.optimization.train_batch_size if is_training else c.general.eval_batch_size
     n = layout.num_replicas
     if batch % n:
         raise UserError(f"batch size {batch} is not divisible by {n} replicas")
@@ -140,9 +140,9 @@ def replica_iterators(
                 batch // n,
                 is_training=is_training,
                 input_context=ctx if n > 1 else None,
-                seed=int(c.scale.seed),
-                shuffle_buffer_size=c.run.shuffle_buffer_size,
-                skip_corrupt_records=c.run.skip_corrupt_records,
+                seed=int(c.general.seed),
+                shuffle_buffer_size=c.general.shuffle_buffer_size,
+                skip_corrupt_records=c.general.skip_corrupt_records,
             )
             iterators.append(iter(ds))
     return iterators

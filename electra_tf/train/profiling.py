@@ -48,14 +48,19 @@ def profile_pretraining_flops(
     config = PretrainingConfig.from_flat("flops_profile", "flops_profile", values)
     vocab_size = config.vocab_size_for()
     model = build_pretrainer(config, vocab_size, dict(vocab.BERT_UNCASED_SPECIAL_IDS))
-    o = config.optimizer
+    o = config.optimization
     optimizer = make_optimizer(
         o.optimizer, 1e-4, model.trainable_weights, weight_decay_rate=o.weight_decay_rate,
         clip_norm=o.clip_norm,
     )  # fmt: skip
     step = TrainStep(
-        model, optimizer, DynamicLossScale(enabled=False), tf.Variable(0, dtype=tf.int64),
-        tf.distribute.get_strategy(), ReplicaLayout(1, 1, 0), seed=0,
+        model,
+        optimizer,
+        DynamicLossScale(enabled=False),
+        tf.Variable(0, dtype=tf.int64),
+        tf.distribute.get_strategy(),
+        ReplicaLayout(1, 1, 0),
+        seed=0,
     )  # fmt: skip  (the default strategy: one replica, no distribution)
     spec = tf.TensorSpec([batch_size, seq_len], tf.int32)
     specs = {"input_ids": spec, "input_mask": spec, "segment_ids": spec}

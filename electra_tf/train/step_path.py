@@ -94,11 +94,11 @@ def fastest(seconds: Dict[StepPath, float], baseline: StepPath) -> StepPath:
 def cache_key(config, num_replicas: int, accelerator: Optional[str], vocab_size=None) -> str:
     """Machine, TensorFlow, and everything about the run that shapes the step's work: the model,
     generator and objective sections, the batch and what the optimizer does per step."""
-    o, s = config.optimizer, config.scale
+    o, s = config.optimization, config.scale
     shape = {
         "model": dataclasses.asdict(config.model),
         "generator": dataclasses.asdict(config.generator),
-        "objective": dataclasses.asdict(config.objective),
+        "objective": dataclasses.asdict(config.task),
         "step": [vocab_size, o.train_batch_size, o.optimizer, o.clip_norm, o.two_stage_steps,
                  s.gradient_accumulation_steps, s.allreduce_dtype],
     }  # fmt: skip
@@ -156,14 +156,16 @@ def choose(
         resumed_config = resumed_config()
     if resumed_config and (kept := recorded_path(resumed_config)) is not None:
         return kept, f"auto: kept from the resumed run's {os.path.basename(resumed_config)}"
-    if s.precision != AUTO and config.optimizer.num_train_steps < MIN_MEASURED_STEPS:
+    if s.precision != AUTO and config.optimization.num_train_steps < MIN_MEASURED_STEPS:
         return by_rule, (
-            f"{rule_reason}; not measured: {config.optimizer.num_train_steps} steps, fewer "
+            f"{rule_reason}; not measured: {config.optimization.num_train_steps} steps, fewer "
             f"than the {MIN_MEASURED_STEPS} where measuring the paths pays"
         )
     paths = candidates(s, accelerator, rule_jit)
-    key = cache_key(config, num_replicas, accelerator, vocab_size) + "|" + ";".join(
-        p.describe() for p in paths
+    key = (
+        cache_key(config, num_replicas, accelerator, vocab_size)
+        + "|"
+        + ";".join(p.describe() for p in paths)
     )
     cache_file, table = read_cache_table(CACHE_FILE)
     if key in table:
@@ -213,7 +215,7 @@ def seconds_per_step(trainer, warmup_steps: int = 2, timed_calls: int = 2, steps
 
     c, layout = trainer.config, trainer.layout
     batch = synthetic_batch(
-        c.optimizer.train_batch_size // layout.num_replicas,
+        c.optimization.train_batch_size // layout.num_replicas,
         c.model.max_seq_length,
         len(trainer.vocab),
         trainer.special_ids,

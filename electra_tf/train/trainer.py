@@ -69,9 +69,9 @@ class Trainer:
         self, config: PretrainingConfig, strategy: Optional[tf.distribute.Strategy] = None
     ):
         self.config = c = config
-        if c.scale.deterministic:
+        if c.general.deterministic:
             tf.config.experimental.enable_op_determinism()
-            keras.utils.set_random_seed(int(c.scale.seed))
+            keras.utils.set_random_seed(int(c.general.seed))
         vocab_file = c.paths.vocab_file
         if not os.path.exists(vocab_file):
             raise UserError(f"vocab file {vocab_file} does not exist")
@@ -83,13 +83,13 @@ class Trainer:
                 f"({len(self.vocab)} entries)"
             )
         self.special_ids = vocab.special_token_ids(self.vocab, vocab_file)
-        self.run = run_dir.RunDirectory(c.paths.model_dir)
+        self.run = c.run
         self.strategy = strategy or build_strategy(c.scale.distribution)
         self.layout = ReplicaLayout.of(self.strategy)
         accum = c.scale.gradient_accumulation_steps
-        if c.optimizer.train_batch_size % (self.layout.num_replicas * accum):
+        if c.optimization.train_batch_size % (self.layout.num_replicas * accum):
             raise UserError(
-                f"train_batch_size {c.optimizer.train_batch_size} is not divisible by "
+                f"train_batch_size {c.optimization.train_batch_size} is not divisible by "
                 f"{self.layout.num_replicas} replicas x {accum} accumulation steps"
             )
         c.model_configs(self.vocab_size)  # an impossible model config stops before the lock
@@ -97,6 +97,7 @@ class Trainer:
         # live holder stops the run here; `_holding_lock` holds it while training or evaluating
         if self.layout.is_chief:
             self.run.lock(log).release()
+
         # precision / XLA: as set, or the fastest measured path for "auto" (`train.step_path`)
         def resumed_config():
             return self.run.config_path if self.run.latest_checkpoint() else None
@@ -107,8 +108,8 @@ class Trainer:
         )  # fmt: skip
         scale = dataclasses.replace(c.scale, **self.path.hparams())
         self.config = c = dataclasses.replace(c, scale=scale)
-        keras.utils.set_random_seed(int(c.scale.seed))  # same initial weights for a given seed
-        o = c.optimizer
+        keras.utils.set_random_seed(int(c.general.seed))  # same initial weights for a given seed
+        o = c.optimization
         with self.strategy.scope():
             self.model = builders.build_pretrainer(c, self.vocab_size, self.special_ids)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -177,7 +178,7 @@ class Trainer:
             self.step,
             self.strategy,
             self.layout,
-            c.scale.seed,
+            c.general.seed,
             c.scale.gradient_accumulation_steps,
             self.jit_compile,
             c.scale.allreduce_dtype,
@@ -216,7 +217,7 @@ class Trainer:
             iterators,
             self.run,
             self.layout,
-            c.run.keep_checkpoint_max,
+            c.general.keep_checkpoint_max,
         )
         resumed = ckpt.restore_latest(log)
         if resumed:
@@ -224,7 +225,7 @@ class Trainer:
         elif c.paths.init_checkpoint:
             warm_start_and_log(self.model, c.paths.init_checkpoint, log)
         start_step = int(self.step.numpy())
-        last_step = c.optimizer.num_train_steps
+        last_step = c.optimization.num_train_steps
         if start_step >= last_step:
             log(f"training already finished ({start_step} steps)")
             return {}
@@ -236,15 +237,15 @@ class Trainer:
         )
         log(
             f"training {c.model_name}: steps {start_step} -> {last_step}, global batch "
-            f"{c.optimizer.train_batch_size} on {self.layout.num_replicas} replica(s), "
+            f"{c.optimization.train_batch_size} on {self.layout.num_replicas} replica(s), "
             f"{self.flops_per_step:.3e} FLOPs/step (paper convention), "
             f"{self.real_flops_per_step:.3e} real; {self.path.describe()} "
             f"({self.path_reason}); peak {self.peak_flops / 1e9:.0f} GFLOP/s ({self.peak_source})"
         )
         progress = ProgressLog(
             last_step,
-            c.run.log_every_steps,
-            c.optimizer.train_batch_size,
+            c.general.log_every_steps,
+            c.optimization.train_batch_size,
             self.real_flops_per_step,
             self.peak_flops,
             writer,
@@ -263,9 +264,9 @@ class Trainer:
                         step,
                         last_step,
                         c.scale.iterations_per_loop,
-                        c.run.log_every_steps,
-                        c.run.save_checkpoints_steps,
-                        c.optimizer.two_stage_steps,
+                        c.general.log_every_steps,
+                        c.general.save_checkpoints_steps,
+                        c.optimization.two_stage_steps,
                     )
                 try:
                     out, losses = train_fns[stage](iterators, tf.constant(n, tf.int32))
@@ -282,7 +283,7 @@ class Trainer:
                     )
                 loss = float(losses[-1])
                 total_flops += n * self.flops_per_step
-                if step % c.run.save_checkpoints_steps == 0:  # as the original: at multiples
+                if step % c.general.save_checkpoints_steps == 0:  # as the original: at multiples
                     ckpt.save()
                 if progress.due(step):
                     progress.write(step, loss, out, total_flops)
@@ -312,11 +313,11 @@ class Trainer:
         ckpt.restore_for_eval(latest)
         iterators = self.iterators(is_training=False, tfrecords=tfrecords)
         eval_fn = eval_function(
-            self.model, self.step, self.strategy, self.layout, c.scale.seed, self.jit_compile
+            self.model, self.step, self.strategy, self.layout, c.general.seed, self.jit_compile
         )
         sums: Dict[str, np.ndarray] = {}
         steps = 0
-        for _ in range(c.run.num_eval_steps):
+        for _ in range(c.general.num_eval_steps):
             try:
                 out = eval_fn(iterators)
             except (StopIteration, tf.errors.OutOfRangeError):
