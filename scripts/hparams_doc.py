@@ -28,9 +28,9 @@ value of the wrong type or one outside its choices is one `error:` line naming t
 means the value is derived (the help says from what). Keys marked *no effect* are accepted because
 the original's hparams files have them, and warn once when set. A key that both scripts have sits
 in the section of the same name in both and means the same in both (`seed`, `learning_rate` and
-`max_seq_length` also take `null` in fine-tuning; `precision` takes `auto` in pretraining; `jit_compile: auto`
-decides from each job's own measurements: XLA for trials of 300 steps or more in fine-tuning, a per-device rule,
-measured for runs of 2,000 steps or more, in pretraining).
+`max_seq_length` also take `null` in fine-tuning; `precision` takes `auto` in pretraining;
+`jit_compile: auto` decides from each job's own measurements: XLA for trials of 300 steps or more
+in fine-tuning, a per-device rule, measured for runs of 2,000 steps or more, in pretraining).
 
 This file is generated from the typed sections (`electra_tf/pretraining_config.py`,
 `electra_tf/finetune/config.py`) by `python scripts/hparams_doc.py > docs/HPARAMS.md`; do not edit
