@@ -108,6 +108,8 @@ class OptimizationHparams:
     train_batch_size: int = hparam(128, help="global batch size (all replicas)")
     clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
+    # new (the original's Adam has none): its absence multiplies early updates by up to ~5x
+    adam_bias_correction: bool = hparam(False, help="Adam's bias correction of m and v")
     # new: a rare word's row learns only when it is sampled; the layer fine-tuning's multiplies
     embedding_lr_multiplier: float = hparam(1.0, help="times the embedding layer's rate; 0: frozen")
     # paper §3.2: the generator alone (MLM) for n steps, then the discriminator initialised

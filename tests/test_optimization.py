@@ -67,6 +67,46 @@ def test_two_updates_by_hand_with_decay_exclusions_and_clipping():
     assert int(opt.iterations.numpy()) == 2
 
 
+def test_bias_correction_by_hand_and_against_kingma_ba():
+    # a constant gradient: the corrected m and v are exactly g and g^2 at every step, so each
+    # update is lr * g / (|g| + eps); the original's first update is (0.1 / sqrt(0.001)) = 3.16x it
+    plain = _Var("dense/kernel", [1.0])
+    corrected = _Var("dense/kernel", [1.0])
+    for v in (plain, corrected):
+        v.var.path = v.path
+    opt_plain = ElectraAdamW(0.1, [plain.var], weight_decay_rate=0.0, clip_norm=None)
+    opt_corr = ElectraAdamW(
+        0.1, [corrected.var], weight_decay_rate=0.0, clip_norm=None, bias_correction=True
+    )
+    g = [tf.constant([2.0])]
+    opt_plain.apply_gradients(g)
+    opt_corr.apply_gradients(g)
+    step = 0.1 * 2.0 / (2.0 + 1e-6)
+    assert float(corrected.var.numpy()[0]) == pytest.approx(1.0 - step, abs=1e-6)
+    first_plain = 0.1 * 0.2 / (np.sqrt(0.004) + 1e-6)
+    assert float(plain.var.numpy()[0]) == pytest.approx(1.0 - first_plain, abs=1e-6)
+    for _ in range(2):
+        opt_corr.apply_gradients(g)
+    assert float(corrected.var.numpy()[0]) == pytest.approx(1.0 - 3 * step, abs=1e-6)
+
+    # random gradients and weight decay: Algorithm 1 of Kingma & Ba with decoupled decay
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(3, 2))
+    var = _Var("encoder/layer_0/kernel", w0)
+    var.var.path = var.path
+    opt = ElectraAdamW(1e-2, [var.var], weight_decay_rate=0.01, clip_norm=None,
+                       bias_correction=True)  # fmt: skip
+    w, m, s = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for t in range(1, 6):
+        grad = rng.normal(size=w0.shape)
+        opt.apply_gradients([tf.constant(grad, tf.float32)])
+        m = 0.9 * m + 0.1 * grad
+        s = 0.999 * s + 0.001 * grad**2
+        m_hat, s_hat = m / (1 - 0.9**t), s / (1 - 0.999**t)
+        w = w - 1e-2 * (m_hat / (np.sqrt(s_hat) + 1e-6) + 0.01 * w)
+    np.testing.assert_allclose(var.var.numpy(), w, rtol=1e-5, atol=1e-6)
+
+
 def test_layer_depths_follow_the_original():
     assert layer_depth("electra/embeddings/word_embeddings", 12) == 0
     assert layer_depth("electra/embeddings_project/kernel", 12) == 0

@@ -99,6 +99,8 @@ class OptimizationHparams:
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
     clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
     optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
+    # new (the original's Adam has none): its absence multiplies early updates by up to ~5x
+    adam_bias_correction: bool = hparam(False, help="Adam's bias correction of m and v")
     train_batch_size: int = hparam(32, help="training batch size")
 
 

@@ -82,6 +82,7 @@ def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> 
         weight_decay_rate=config.weight_decay_rate,
         clip_norm=config.clip_norm,
         lr_multipliers=multipliers,
+        bias_correction=config.adam_bias_correction,
     )
 
 

@@ -124,6 +124,7 @@ class Trainer:
                 lr_multipliers=embedding_lr_multipliers(
                     self.model.trainable_weights, o.embedding_lr_multiplier
                 ),
+                bias_correction=o.adam_bias_correction,
             )
             self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
         flops = step_flops(c, self.vocab_size)
