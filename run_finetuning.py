@@ -18,7 +18,8 @@ experiments/recipes/finetune_movie.json, the same shape from random weights (`ra
 finetune_movie_random_init.json, and the demo's own pretrained model (run_pretraining.py's
 600 steps) with finetune_movie.json; `--hparams` overrides all three. This replays the
 experiment's seed-0 runs at N = 300, so it prints their kept accuracies beside its own, then the
-experiment's paired results at N = 300 (its first 5 seeds, and its confirmation on 10 more).
+experiment's paired results at N = 300 (its first 5 seeds, its confirmation on 10 more, and the
+test of the bias-corrected recipe on 10 more).
 """
 
 import os
