@@ -191,9 +191,9 @@ def test_frozen_and_every_key_recorded():
     # the keys of the original's configure_finetuning.py and this project's additions
     # (optimizer: #17; deterministic: #19; reinit_top_layers, embedding_lr_multiplier: #15;
     # classifier_pooling; distribution, precision, allreduce_dtype, gradient_accumulation_steps:
-    # #31, as pretraining's)
+    # #31, as pretraining's; adam_bias_correction: #34, as pretraining's)
     keys = {f.name for s in SECTIONS.values() for f in dataclasses.fields(s)}
-    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 60
+    assert set(d) == keys | {"model_name", "data_dir"} and len(keys) == 61
     assert d["reinit_top_layers"] == 0  # the original: every layer pretrained
     assert d["embedding_lr_multiplier"] == 1.0  # the original: no extra factor
     assert (d["num_train_epochs"], d["learning_rate"], d["init_checkpoint"]) == (
