@@ -14,6 +14,7 @@ import functools
 import os
 import signal
 import tempfile
+import time
 from typing import Dict, Optional
 
 import keras
@@ -27,6 +28,7 @@ from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.optimization import embedding_lr_multipliers, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_data import count_vectors
 from electra_tf.train import devices, step_path, two_stage
 from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
 from electra_tf.train.loss_scale import DynamicLossScale
@@ -162,6 +164,25 @@ class Trainer:
         self.files = input_files(self.config, tfrecords, log)
         return replica_iterators(self.config, self.layout, is_training, files=self.files)
 
+    def _start_word_table_from_counts(self) -> None:
+        """`word_embedding_init: ppmi_svd` on a fresh start: the discriminator's word table (the
+        generator's too, where they share it, as the original) starts as PPMI-SVD vectors of the
+        training TFRecords (`pretraining_data.count_vectors`); a word the data lacks keeps its
+        random row. Deterministic, so every worker of a multi-worker run computes the same."""
+        c = self.config
+        table = self.model.discriminator.embeddings.word_embeddings
+        log(f"word_embedding_init ppmi_svd: counting {len(self.files)} TFRecord file(s)")
+        start = time.time()
+        vectors, seen = count_vectors.ppmi_svd_table(
+            self.files, c.model.max_seq_length, self.vocab_size, int(table.shape[1]),
+            c.model.ppmi_window, sorted(self.special_ids.values()),
+            stddev=c.model_configs(self.vocab_size)[0].initializer_range, seed=int(c.general.seed),
+            log=log,
+        )  # fmt: skip
+        table.assign(np.where(seen[:, None], vectors, table.numpy()).astype(table.dtype))
+        log(f"word table: {int(seen.sum()):,} rows from the counts, the rest random "
+            f"({time.time() - start:.0f} s)")  # fmt: skip
+
     def _read_error(self, e: Exception, kept: Optional[str]) -> Exception:
         """A read error from inside a step as one line naming the damaged shard (else `e`)."""
         found = read_error(e, self.files, self.config.model.max_seq_length, kept)
@@ -225,6 +246,8 @@ class Trainer:
             log(f"resumed from {resumed} at step {int(self.step.numpy())}")
         elif c.paths.init_checkpoint:
             warm_start_and_log(self.model, c.paths.init_checkpoint, log)
+        elif c.model.word_embedding_init == "ppmi_svd":
+            self._start_word_table_from_counts()
         start_step = int(self.step.numpy())
         last_step = c.optimization.num_train_steps
         if start_step >= last_step:
