@@ -64,6 +64,11 @@ GRID = [{"learning_rate": lr, "layerwise_lr_decay": d}
 BIAS_CORRECTED_GRID = [
     {"learning_rate": lr, "layerwise_lr_decay": d, "adam_bias_correction": True}
     for lr, d in itertools.product((3e-4, 1e-3, 3e-3), (0.8, 1.0))]  # fmt: skip
+# --frozen_embeddings_grid adds these to the twelve (2026-12-06, for encoders whose word table
+# starts from count vectors): with few labels, fine-tuning moves only the rows of the words the
+# labelled sentences hold, away from the rows of the words they lack; a frozen embedding layer
+# keeps the table's geometry for the words the labels never show.
+FROZEN_EMBEDDINGS_GRID = [{**h, "embedding_lr_multiplier": 0.0} for h in BIAS_CORRECTED_GRID]
 # What every fine-tuning shares (the recipe files add the chosen grid point).
 FINETUNE_BASE = {
     "task_names": ["sst"],
@@ -111,6 +116,8 @@ flags.DEFINE_list(
 )
 flags.DEFINE_bool("bias_corrected_grid", False, "select/evaluate/report: the grid is GRID + "
                   "BIAS_CORRECTED_GRID (GRID's indices first in --grid_points).")  # fmt: skip
+flags.DEFINE_bool("frozen_embeddings_grid", False, "select/evaluate/report: with "
+                  "--bias_corrected_grid, FROZEN_EMBEDDINGS_GRID follows it in the grid.")  # fmt: skip
 flags.DEFINE_bool("write_recipes", False, "select: write experiments/recipes/finetune_movie*.json")
 flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
 flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
@@ -348,7 +355,10 @@ def arm_source(plan, arm: str) -> str:
 
 
 def grid_in_use() -> List[Dict[str, Any]]:
-    return GRID + BIAS_CORRECTED_GRID if FLAGS.bias_corrected_grid else GRID
+    if FLAGS.frozen_embeddings_grid and not FLAGS.bias_corrected_grid:
+        raise UserError("--frozen_embeddings_grid extends --bias_corrected_grid: set both")
+    grid = GRID + BIAS_CORRECTED_GRID if FLAGS.bias_corrected_grid else GRID
+    return grid + FROZEN_EMBEDDINGS_GRID if FLAGS.frozen_embeddings_grid else grid
 
 
 def selection_runs(plan, arms, grid_points=None) -> List[Dict[str, Any]]:

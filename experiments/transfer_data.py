@@ -69,7 +69,8 @@ def write_sst_task(
 def hp_key(h: Dict[str, Any]) -> str:
     """The part of a run's key that names its grid point (and a diagnostic's reinit), e.g.
     `adam_bias_correction_layerwise_lr_decay0.8_learning_rate0.001`."""
-    numbers = ("learning_rate", "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs")
+    numbers = ("learning_rate", "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs",
+               "embedding_lr_multiplier")  # fmt: skip
     return "_".join(k if v is True else f"{k}{v:g}" for k, v in sorted(h.items())
                     if k in numbers or (k == "adam_bias_correction" and v))  # fmt: skip
 

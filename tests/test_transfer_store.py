@@ -91,6 +91,14 @@ assert small["key"] != large["key"]
 rand = [transfer.make_run("dev", "300", 0, "random_init", pt, h) for pt in ("a", "b")]
 assert rand[0]["key"] == rand[1]["key"] == "dev/n300_s0/random_init/layerwise_lr_decay1_learning_rate0.0003"
 assert [transfer.record_source(r) for r in (small, rand[0])] == ["pt_electra_1e14", None]
+# the frozen-embeddings points: the bias-corrected six with the embedding layer frozen, keyed apart
+frozen = transfer.FROZEN_EMBEDDINGS_GRID
+assert [(h["learning_rate"], h["layerwise_lr_decay"]) for h in frozen] == [
+    (3e-4, 0.8), (3e-4, 1.0), (1e-3, 0.8), (1e-3, 1.0), (3e-3, 0.8), (3e-3, 1.0)]
+assert all(h["embedding_lr_multiplier"] == 0.0 and h["adam_bias_correction"] for h in frozen)
+key = transfer.make_run("validation", "1000", 0, "electra", "pt_electra_1e14", frozen[3])["key"]
+assert key == ("validation/n1000_s0/electra/pt_electra_1e14/"
+               "adam_bias_correction_embedding_lr_multiplier0_layerwise_lr_decay1_learning_rate0.001"), key
 """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
