@@ -96,13 +96,10 @@ class ModelHparams:
     tied_output_embeddings: bool = hparam(
         True, help="masked-LM heads project onto the word embeddings (the original's)"
     )
-    # new (the original starts at random): at a small budget the network sees a word too few
-    # times to learn what a count pass over the same text extracts in a minute
-    # (`pretraining_data.count_vectors`); only the word table starts from the counts
-    word_embedding_init: str = hparam(
-        "random", choices=("random", "ppmi_svd"),
-        help="ppmi_svd: the word table starts as PPMI-SVD vectors of the training data",
-    )  # fmt: skip
+    # new: at a small budget the network sees a word too few times to learn what one count pass
+    # over the same text extracts (`pretraining_data.count_vectors`); only the word table uses it
+    word_embedding_init: str = hparam("random", choices=("random", "ppmi_svd"),
+                                      help="ppmi_svd: the word table starts as count vectors")  # fmt: skip
     ppmi_window: int = hparam(5, help="ppmi_svd: co-occurrence within this many tokens")
 
 
@@ -295,17 +292,14 @@ class PretrainingConfig(SectionedConfig):
             ("eval_batch_size", r.eval_batch_size),
             ("num_train_steps", self.optimization.num_train_steps),
             ("max_seq_length", self.model.max_seq_length),
+            ("ppmi_window", self.model.ppmi_window),
         ):
             if value < 1:
                 raise UserError(f"{key} must be positive, got {value}")
         hp.require_non_negative(embedding_lr_multiplier=self.optimization.embedding_lr_multiplier)
-        if self.model.ppmi_window < 1:
-            raise UserError(f"ppmi_window must be positive, got {self.model.ppmi_window}")
         if self.model.word_embedding_init != "random" and self.paths.init_checkpoint:
-            raise UserError(
-                f"word_embedding_init {self.model.word_embedding_init} and init_checkpoint are "
-                "both set: the checkpoint's word table would replace the counts'"
-            )
+            raise UserError(f"word_embedding_init {self.model.word_embedding_init} and init_checkpoint"
+                            " are both set: the checkpoint's word table would replace the counts'")  # fmt: skip
         accum = s.gradient_accumulation_steps
         if accum < 1 or self.optimization.train_batch_size % accum:
             raise UserError(

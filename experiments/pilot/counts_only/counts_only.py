@@ -27,7 +27,7 @@ import transfer  # noqa: E402
 from finetune_results import correct_per_seed, dev_labels  # noqa: E402
 from transfer_data import epochs_for, task_rows, write_sst_task  # noqa: E402
 
-from electra_tf import vocab  # noqa: E402
+from electra_tf import data_layout, vocab  # noqa: E402
 from electra_tf.pretraining_data.count_vectors import ppmi_svd_table  # noqa: E402
 
 
@@ -37,9 +37,9 @@ def counts_encoder(work_dir: str) -> str:
     out = os.path.join(work_dir, "counts_only_encoder")
     if os.path.isdir(out):
         return out
-    voc = vocab.load_vocab(os.path.join(work_dir, "data", "vocab.txt"))
+    voc = vocab.load_vocab(data_layout.vocab_file(os.path.join(work_dir, "data")))
     special = [voc[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]")]
-    files = os.path.join(work_dir, "data", "tfrecords_train", "*tfrecord*")
+    files = data_layout.tfrecord_glob(os.path.join(work_dir, "data", "tfrecords_train"))
     table, seen = ppmi_svd_table(files, 64, len(voc), 128, 5, special, 0.02, log=print)
     shutil.copytree(os.path.join(REPO, "experiments", "checkpoints", "pt_electra_1e14"), out)
     weights = load_file(os.path.join(out, "model.safetensors"))
@@ -66,7 +66,7 @@ def main(work_dir: str, multiplier: float, seeds) -> None:
              "adam_bias_correction": True, "seed": seed, "reinit_top_layers": 4,
              "embedding_lr_multiplier": multiplier,
              "num_train_epochs": epochs_for("1000", len(task_rows(movie, 1000)[1]), 10),
-             "init_checkpoint": encoder, "vocab_file": os.path.join(work_dir, "data", "vocab.txt")}  # fmt: skip
+             "init_checkpoint": encoder, "vocab_file": data_layout.vocab_file(os.path.join(work_dir, "data"))}  # fmt: skip
         config = FinetuningConfig.from_flat(f"ft_elr{multiplier:g}", ddir, h, explicit=())
         keras.backend.clear_session()
         start = time.time()
