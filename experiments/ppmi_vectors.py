@@ -47,17 +47,9 @@ def cooccurrence(docs: List[List[List[str]]], index: Dict[str, int], context: st
 
 
 def ppmi_svd(counts: np.ndarray, dim: int, seed: int = 0) -> np.ndarray:
-    """Rows of U sqrt(S) of the PPMI matrix (context counts smoothed ^0.75), by a randomized SVD."""
-    total = counts.sum()
-    rows = counts.sum(1, keepdims=True)
-    cols = counts.sum(0, keepdims=True) ** 0.75
-    cols = cols / cols.sum() * total
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pmi = np.log(counts * total / (rows * cols))
-    ppmi = np.where(np.isfinite(pmi), np.maximum(pmi, 0), 0).astype(np.float32)
-    rng = np.random.default_rng(seed)
-    basis = np.linalg.qr(ppmi @ rng.standard_normal((len(ppmi), dim + 16)).astype(np.float32))[0]
-    for _ in range(3):  # power iterations
-        basis = np.linalg.qr(ppmi @ (ppmi.T @ basis))[0]
-    u, s, _ = np.linalg.svd(basis.T @ ppmi, full_matrices=False)
-    return (basis @ u[:, :dim]) * np.sqrt(s[:dim])
+    """Rows of U sqrt(S) of the PPMI matrix of dense counts (context counts smoothed ^0.75): the
+    package's randomized SVD (`count_vectors.ppmi_svd`) of their non-zero entries."""
+    from electra_tf.pretraining_data import count_vectors
+
+    rows, cols = np.nonzero(counts)
+    return count_vectors.ppmi_svd(rows, cols, counts[rows, cols], len(counts), dim, seed)

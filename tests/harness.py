@@ -133,3 +133,26 @@ def error_line(p) -> str:
     lines = [line for line in p.stderr.splitlines() if line.startswith("error: ")]
     assert len(lines) == 1, p.stderr[-3000:]
     return lines[0]
+
+
+def topic_counts(seed=0, topics=5, words=8):
+    """Symmetric co-occurrence counts of words in topics, mostly within their topic: PPMI has a
+    clear top spectrum (one direction a topic)."""
+    rng = np.random.default_rng(seed)
+    topic = np.repeat(np.arange(topics), words)
+    counts = rng.poisson(np.where(topic[:, None] == topic[None, :], 40.0, 1.0)).astype(float)
+    counts = counts + counts.T
+    np.fill_diagonal(counts, 0)
+    return counts
+
+
+def exact_ppmi_vectors(counts, dim):
+    """PPMI of dense counts by hand (context counts smoothed ^0.75), then U sqrt(S) of numpy's
+    exact SVD: the reference for the randomized PPMI-SVD."""
+    total = counts.sum()
+    p_context = counts.sum(0) ** 0.75 / (counts.sum(0) ** 0.75).sum()
+    with np.errstate(divide="ignore"):
+        pmi = np.log(counts / total / (counts.sum(1)[:, None] / total) / p_context[None, :])
+    ppmi = np.where(np.isfinite(pmi), np.maximum(pmi, 0), 0)
+    u, s, _ = np.linalg.svd(ppmi)
+    return u[:, :dim] * np.sqrt(s[:dim])

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from harness import TINY_RUN
+from harness import TINY_RUN, exact_ppmi_vectors, topic_counts
 
 from electra_tf.pretraining_data import count_vectors
 
@@ -36,27 +36,6 @@ def test_pair_counts_match_a_brute_force_count():
     # the window spans an ignored id (a [SEP]) but never counts it
     r, c, n = count_vectors.pair_counts([np.array([[5, 0, 7]])], 8, 2, (0,))
     assert sorted(zip(r.tolist(), c.tolist(), n.tolist())) == [(5, 7, 1.0), (7, 5, 1.0)]
-
-
-def topic_counts(seed=0, topics=5, words=8):
-    """Words in topics, co-occurring mostly within their topic: PPMI has a clear top spectrum."""
-    rng = np.random.default_rng(seed)
-    topic = np.repeat(np.arange(topics), words)
-    counts = rng.poisson(np.where(topic[:, None] == topic[None, :], 40.0, 1.0)).astype(float)
-    counts = counts + counts.T
-    np.fill_diagonal(counts, 0)
-    return counts
-
-
-def exact_ppmi_vectors(counts, dim):
-    """PPMI by hand (context counts smoothed ^0.75), U sqrt(S) of numpy's exact SVD."""
-    total = counts.sum()
-    p_context = counts.sum(0) ** 0.75 / (counts.sum(0) ** 0.75).sum()
-    with np.errstate(divide="ignore"):
-        pmi = np.log(counts / total / (counts.sum(1)[:, None] / total) / p_context[None, :])
-    ppmi = np.where(np.isfinite(pmi), np.maximum(pmi, 0), 0)
-    u, s, _ = np.linalg.svd(ppmi)
-    return u[:, :dim] * np.sqrt(s[:dim])
 
 
 def test_ppmi_svd_of_sparse_counts_matches_the_exact_decomposition():

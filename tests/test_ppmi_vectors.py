@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+from harness import exact_ppmi_vectors, topic_counts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
@@ -38,21 +39,9 @@ def test_cooccurrence_by_window_sentence_and_document():
 
 
 def test_ppmi_svd_matches_the_exact_decomposition():
-    # words in 5 topics: co-occurrence mostly within a topic, so PPMI has a clear top-5 spectrum
-    rng = np.random.default_rng(0)
-    topic = np.repeat(np.arange(5), 8)
-    rates = np.where(topic[:, None] == topic[None, :], 40.0, 1.0)
-    counts = rng.poisson(rates).astype(float)
-    counts = counts + counts.T
-    np.fill_diagonal(counts, 0)
-    # PPMI by hand, context counts smoothed ^0.75
-    total = counts.sum()
-    p_context = counts.sum(0) ** 0.75 / (counts.sum(0) ** 0.75).sum()
-    with np.errstate(divide="ignore"):
-        pmi = np.log(counts / total / (counts.sum(1)[:, None] / total) / p_context[None, :])
-    ppmi = np.where(np.isfinite(pmi), np.maximum(pmi, 0), 0)
-    u, s, _ = np.linalg.svd(ppmi)
+    counts = topic_counts()
     vectors = ppmi_vectors.ppmi_svd(counts, dim=5)
+    expected = exact_ppmi_vectors(counts, 5)
     # the same subspace and scale: Gram matrices agree (signs of singular vectors are free)
-    expected = (u[:, :5] * np.sqrt(s[:5])) @ (u[:, :5] * np.sqrt(s[:5])).T
-    np.testing.assert_allclose(vectors @ vectors.T, expected, atol=2e-3 * np.abs(expected).max())
+    gram = expected @ expected.T
+    np.testing.assert_allclose(vectors @ vectors.T, gram, atol=2e-3 * np.abs(gram).max())
