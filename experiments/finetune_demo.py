@@ -1,11 +1,11 @@
 """The no-flag demo of `run_finetuning.py`: it replays the in-domain transfer experiment's runs of
-seed 0 at 300 labels (`transfer.py`): the kept 1e14 ELECTRA encoder with
-`recipes/finetune_movie.json`, the same shape from random weights with
+seed 0 at 300 labels (`transfer.py`): the kept 1e14 ELECTRA encoder pretrained from count vectors
+(`results/ppmi_init/`) with `recipes/finetune_movie.json`, the same shape from random weights with
 `recipes/finetune_movie_random_init.json`, and the demo's own pretrained model (run_pretraining.py's
 600 steps) with `finetune_movie.json`, each one seeded trial on the same 300 sentences, scored on
-the 1,250 dev sentences; then it prints the experiment's paired results there (its first 5 seeds,
-its confirmation on 10 more, and the test of the bias-corrected recipe on 10 more): one seed is an
-example, not the evidence.
+the 1,250 dev sentences; then it prints the experiment's paired results there (the declared test
+of that encoder on 10 seeds, then the three tests of the earlier encoder, whose word table started
+at random): one seed is an example, not the evidence.
 
 No absl flags here (the script owns them), so that tests can import it.
 """
@@ -29,17 +29,25 @@ from electra_tf.io_utils import read_json  # noqa: E402
 DEMO_LABELS = "300"
 DEMO_SEED = 0
 KEPT_RUN = "pt_electra_1e14"  # the experiment's pretraining run whose encoder the demo loads
-KEPT_ENCODER = os.path.join(HERE, "checkpoints", KEPT_RUN)
+RESULTS = os.path.join(HERE, "results")
+KEPT_ENCODER = os.path.join(RESULTS, "ppmi_init", "checkpoints", KEPT_RUN)
 RECIPES = {
     "pretrained": os.path.join(HERE, "recipes", "finetune_movie.json"),
     "random_init": os.path.join(HERE, "recipes", "finetune_movie_random_init.json"),
 }
 KEPT_MODEL_NAME = "movie_electra_1e14"
 BUNDLED_SST = os.path.join(REPO, "data", "movie_sentiment")
-SUMMARY = os.path.join(HERE, "results", "transfer_summary.json")
-CONFIRMATION = os.path.join(HERE, "results", "confirmation", "transfer_summary.json")
-BIAS_CORRECTION = os.path.join(HERE, "results", "bias_correction", "transfer_summary.json")
-RUNS = os.path.join(HERE, "results", "transfer_runs")
+# (summary, which runs): the kept encoder's declared test first, then the earlier encoder's
+SUMMARIES = (
+    (os.path.join(RESULTS, "ppmi_init", "transfer_summary.json"),
+     "ELECTRA from count vectors, its declared test, seeds 25-34"),
+    (os.path.join(RESULTS, "transfer_summary.json"), "the earlier ELECTRA, seeds 0-4"),
+    (os.path.join(RESULTS, "confirmation", "transfer_summary.json"),
+     "the earlier ELECTRA, its confirmation, seeds 5-14"),
+    (os.path.join(RESULTS, "bias_correction", "transfer_summary.json"),
+     "the earlier ELECTRA, bias-corrected fine-tuning, seeds 15-24"),
+)  # fmt: skip
+RUNS = os.path.join(RESULTS, "ppmi_init", "transfer_runs")
 PATH_KEYS = ("init_checkpoint", "vocab_file")  # the machine's paths: records keep none
 
 
@@ -60,7 +68,8 @@ def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
 
     kept = dict(init_checkpoint=KEPT_ENCODER, vocab_file=data_layout.vocab_file(KEPT_ENCODER))
     return [
-        (f"ELECTRA, 1e14 FLOPs (experiments/checkpoints/{KEPT_RUN})", KEPT_MODEL_NAME,
+        (f"ELECTRA from count vectors, 1e14 FLOPs ({os.path.relpath(KEPT_ENCODER, REPO)})",
+         KEPT_MODEL_NAME,
          recipe("pretrained", **kept)),
         ("random_init (the same shape and vocab)", KEPT_MODEL_NAME, recipe("random_init", **kept)),
         ("this demo's pretraining (600 steps, Wikipedia only)", model_name,
@@ -77,6 +86,8 @@ def kept_accuracy(config, hparams: dict) -> "float | None":
     arm = "random_init" if config.random_init else "electra"
     grid = {"learning_rate": config.learning_rate, "layerwise_lr_decay": config.layerwise_lr_decay,
             "adam_bias_correction": config.adam_bias_correction}  # fmt: skip
+    if config.embedding_lr_multiplier != 1.0:  # a grid point only where it is not the default
+        grid["embedding_lr_multiplier"] = config.embedding_lr_multiplier
     key = transfer_data.run_key("dev", DEMO_LABELS, DEMO_SEED, arm, KEPT_RUN, grid)
     path = transfer_store.record_path(RUNS, key)
     if not os.path.exists(path):
@@ -120,14 +131,9 @@ def run(overrides: dict, data_dir: str, model_name: str) -> None:
 
 
 def experiment_lines() -> list:
-    """The experiment's paired results at DEMO_LABELS: its first 5 seeds and its confirmation
-    (ELECTRA fine-tuned without Adam's bias correction), the bias-corrected recipe's test."""
+    """The experiment's paired results at DEMO_LABELS (SUMMARIES, in that order)."""
     lines = []
-    for summary, which in (
-        (SUMMARY, "seeds 0-4"),
-        (CONFIRMATION, "its confirmation, seeds 5-14"),
-        (BIAS_CORRECTION, "the bias-corrected recipe, seeds 15-24"),
-    ):
+    for summary, which in SUMMARIES:
         paired = read_json(summary)["paired"]["electra_vs_random_init"].get(DEMO_LABELS)
         if paired:
             lo, hi = paired["ci95"]

@@ -70,6 +70,11 @@ def test_demo_replays_the_kept_runs(demo):
                 f"dev__n300_s0__{arm}__"
                 + ("pt_electra_1e14__" if arm == "electra" else "")
                 + ("adam_bias_correction_" if hparams.get("adam_bias_correction") else "")
+                + (
+                    f"embedding_lr_multiplier{hparams['embedding_lr_multiplier']:g}_"
+                    if hparams.get("embedding_lr_multiplier", 1.0) != 1.0
+                    else ""
+                )  # fmt: skip
                 + "layerwise_lr_decay{layerwise_lr_decay:g}_learning_rate{learning_rate:g}.json".format(
                     **hparams
                 ),
@@ -77,7 +82,8 @@ def test_demo_replays_the_kept_runs(demo):
         )
         paths = {k: hparams.pop(k) for k in ("init_checkpoint", "vocab_file")}
         assert os.path.samefile(paths["init_checkpoint"], os.path.join(REPO, "experiments",
-                                "checkpoints", record["pretrained"] or "pt_electra_1e14"))  # fmt: skip
+                                "results", "ppmi_init", "checkpoints",
+                                record["pretrained"] or "pt_electra_1e14"))  # fmt: skip
         # the record's hparams, less the experiment's log interval (it logs nothing per step)
         expected = {k: v for k, v in record["hparams"].items() if k != "log_every_steps"}
         assert {"random_init": False, **hparams} == expected  # False: the config's default
@@ -89,13 +95,17 @@ def test_demo_replays_the_kept_runs(demo):
 
 
 def test_demo_ends_with_the_experiments_paired_results(demo):
-    first, confirmation, bias_corrected = demo.experiment_lines()
-    assert first.startswith(
-        "demo: the experiment at N = 300, seeds 0-4: ELECTRA - random_init +2.48"
+    count_vectors, first, confirmation, bias_corrected = demo.experiment_lines()
+    # the declared test of the encoder the demo loads (per-seed differences +5.92 ... +9.04:
+    # 82.08 / 10), then the three tests of the earlier encoder
+    assert count_vectors.startswith(
+        "demo: the experiment at N = 300, ELECTRA from count vectors, its declared test, "
+        "seeds 25-34: ELECTRA - random_init +8.21"
     )
+    assert count_vectors.endswith("(experiments/results/ppmi_init/transfer_summary.json)")
+    assert "the earlier ELECTRA, seeds 0-4: ELECTRA - random_init +2.48" in first
     assert "[95% interval +0.43, +4.59]" in first
     assert "its confirmation, seeds 5-14: ELECTRA - random_init +1.62" in confirmation
     assert confirmation.endswith("(experiments/results/confirmation/transfer_summary.json)")
-    # the declared test of the recipe the demo runs (per-seed differences +0.96 ... +2.00: 17.84 / 10)
-    assert "the bias-corrected recipe, seeds 15-24: ELECTRA - random_init +1.78" in bias_corrected
+    assert "bias-corrected fine-tuning, seeds 15-24: ELECTRA - random_init +1.78" in bias_corrected
     assert "[95% interval -0.02, +3.59]" in bias_corrected
