@@ -85,9 +85,8 @@ def kept_accuracy(config, hparams: dict) -> "float | None":
         return None
     arm = "random_init" if config.random_init else "electra"
     grid = {"learning_rate": config.learning_rate, "layerwise_lr_decay": config.layerwise_lr_decay,
-            "adam_bias_correction": config.adam_bias_correction}  # fmt: skip
-    if config.embedding_lr_multiplier != 1.0:  # a grid point only where it is not the default
-        grid["embedding_lr_multiplier"] = config.embedding_lr_multiplier
+            "adam_bias_correction": config.adam_bias_correction,
+            "embedding_lr_multiplier": config.embedding_lr_multiplier}  # fmt: skip
     key = transfer_data.run_key("dev", DEMO_LABELS, DEMO_SEED, arm, KEPT_RUN, grid)
     path = transfer_store.record_path(RUNS, key)
     if not os.path.exists(path):

@@ -66,13 +66,18 @@ def write_sst_task(
     return task
 
 
+# The hparams that name a run's grid point, each with the value at which it is left out of the
+# key (None: never): a key added later is left out at its default, so older records keep their names.
+KEY_HPARAMS = {"learning_rate": None, "layerwise_lr_decay": None, "reinit_top_layers": None,
+               "num_train_epochs": None, "adam_bias_correction": False,
+               "embedding_lr_multiplier": 1.0}  # fmt: skip
+
+
 def hp_key(h: Dict[str, Any]) -> str:
     """The part of a run's key that names its grid point (and a diagnostic's reinit), e.g.
     `adam_bias_correction_layerwise_lr_decay0.8_learning_rate0.001`."""
-    numbers = ("learning_rate", "layerwise_lr_decay", "reinit_top_layers", "num_train_epochs",
-               "embedding_lr_multiplier")  # fmt: skip
     return "_".join(k if v is True else f"{k}{v:g}" for k, v in sorted(h.items())
-                    if k in numbers or (k == "adam_bias_correction" and v))  # fmt: skip
+                    if k in KEY_HPARAMS and v != KEY_HPARAMS[k])  # fmt: skip
 
 
 def run_key(

@@ -170,13 +170,14 @@ class Trainer:
         training TFRecords (`pretraining_data.count_vectors`); a word the data lacks keeps its
         random row. Deterministic, so every worker of a multi-worker run computes the same."""
         c = self.config
-        table = self.model.discriminator.embeddings.word_embeddings
+        embeddings = self.model.discriminator.embeddings
+        table = embeddings.word_embeddings
         log(f"word_embedding_init ppmi_svd: counting {len(self.files)} TFRecord file(s)")
         start = time.time()
         vectors, seen = count_vectors.ppmi_svd_table(
             self.files, c.model.max_seq_length, self.vocab_size, int(table.shape[1]),
             c.model.ppmi_window, sorted(self.special_ids.values()),
-            stddev=c.model_configs(self.vocab_size)[0].initializer_range, seed=int(c.general.seed),
+            stddev=embeddings.config.initializer_range, seed=int(c.general.seed),
             log=log,
         )  # fmt: skip
         table.assign(np.where(seen[:, None], vectors, table.numpy()).astype(table.dtype))

@@ -37,8 +37,10 @@ def counts_encoder(work_dir: str) -> str:
     out = os.path.join(work_dir, "counts_only_encoder")
     if os.path.isdir(out):
         return out
-    voc = vocab.load_vocab(data_layout.vocab_file(os.path.join(work_dir, "data")))
-    special = [voc[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]")]
+    vocab_file = data_layout.vocab_file(os.path.join(work_dir, "data"))
+    voc = vocab.load_vocab(vocab_file)
+    # the pilot also left [UNK] out of the counts (the trainer counts it)
+    special = vocab.special_token_ids(voc, vocab_file, tuple(vocab.SPECIAL_TOKENS)).values()
     files = data_layout.tfrecord_glob(os.path.join(work_dir, "data", "tfrecords_train"))
     table, seen = ppmi_svd_table(files, 64, len(voc), 128, 5, special, 0.02, log=print)
     shutil.copytree(os.path.join(REPO, "experiments", "checkpoints", "pt_electra_1e14"), out)
