@@ -192,6 +192,7 @@ def plot(full: Dict[str, Any], path: str) -> None:
     ax1.set(xlabel="labelled training sentences", ylabel="dev accuracy (%)",
             title="Accuracy vs labels (95% intervals)")  # fmt: skip
     ax1.legend(fontsize=8)
+    flops_plotted = {ax2: [], ax3: []}
     for obj in sorted({r["objective"] for r in full["budget_series"]}):
         rows = [r for r in full["budget_series"] if r["objective"] == obj and "vs_random_init" in r]
         if rows:
@@ -200,8 +201,10 @@ def plot(full: Dict[str, Any], path: str) -> None:
             err = [[yy - r["vs_random_init"]["ci95"][0] for yy, r in zip(y, rows)],
                    [r["vs_random_init"]["ci95"][1] - yy for yy, r in zip(y, rows)]]  # fmt: skip
             ax2.errorbar(x, y, yerr=err, marker="o", capsize=3, label=ARM_LABELS.get(obj, obj))
+            flops_plotted[ax2] += x
         held = [r for r in full["budget_series"] if r["objective"] == obj and r.get("heldout")]
         if held:
+            flops_plotted[ax3] += [r["train_flops_real"] for r in held]
             ax3.plot([r["train_flops_real"] for r in held],
                      [r["heldout"].get("masked_lm_accuracy") for r in held], marker="o",
                      label=f"{obj}: masked-LM accuracy")  # fmt: skip
@@ -213,9 +216,13 @@ def plot(full: Dict[str, Any], path: str) -> None:
     ax2.set(xscale="log", xlabel="pretraining FLOPs (real)", ylabel="vs random init (points)",
             title="N = 1,000: gain over random init")  # fmt: skip
     ax3.set(xscale="log", xlabel="pretraining FLOPs (real)", title="Held-out pretraining metrics")
-    for ax in (ax2, ax3):
+    for ax, x in flops_plotted.items():
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
+        # one budget only (equal to a few digits): so narrow a log axis labels its ticks
+        # unreadably, so show the decade around it
+        if x and max(x) / min(x) < 2:
+            ax.set_xlim(min(x) / 3, max(x) * 3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
