@@ -14,12 +14,12 @@ With the default flags it runs the demo: 300 labelled movie sentences (seed 0's 
 experiments/transfer.py draws it, written to runs/demo/finetuning_data/sst/), scored on the 1,250
 dev sentences, one seeded trial per encoder: the in-domain transfer experiment's kept ELECTRA
 encoder (experiments/results/ppmi_init/checkpoints/pt_electra_1e14, 1e14 FLOPs of its recipe, the
-word table started from count vectors) with experiments/recipes/finetune_movie.json, the same shape from random weights (`random_init`) with
-finetune_movie_random_init.json, and the demo's own pretrained model (run_pretraining.py's
-600 steps) with finetune_movie.json; `--hparams` overrides all three. This replays the
-experiment's seed-0 runs at N = 300, so it prints their kept accuracies beside its own, then the
-experiment's paired results at N = 300 (that encoder's declared test on 10 seeds, then the three
-tests of the earlier encoder, whose word table started at random).
+word table started from count vectors) with experiments/recipes/finetune_movie.json, the same shape
+from random weights (`random_init`) with finetune_movie_random_init.json, and the demo's own
+pretrained model (run_pretraining.py's 600 steps) with finetune_movie.json; `--hparams` overrides
+all three. This replays the experiment's seed-0 runs at N = 300, so it prints their kept accuracies
+beside its own, then the experiment's paired results at N = 300 (that encoder's declared test on 10
+seeds, then the three tests of the earlier encoder, whose word table started at random).
 """
 
 import os

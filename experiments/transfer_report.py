@@ -204,13 +204,12 @@ def plot(full: Dict[str, Any], path: str) -> None:
             flops_plotted[ax2] += x
         held = [r for r in full["budget_series"] if r["objective"] == obj and r.get("heldout")]
         if held:
-            flops_plotted[ax3] += [r["train_flops_real"] for r in held]
-            ax3.plot([r["train_flops_real"] for r in held],
-                     [r["heldout"].get("masked_lm_accuracy") for r in held], marker="o",
+            held_flops = [r["train_flops_real"] for r in held]
+            flops_plotted[ax3] += held_flops
+            ax3.plot(held_flops, [r["heldout"].get("masked_lm_accuracy") for r in held], marker="o",
                      label=f"{obj}: masked-LM accuracy")  # fmt: skip
             if obj == "electra":
-                ax3.plot([r["train_flops_real"] for r in held],
-                         [r["heldout"].get("disc_auc") for r in held], marker="s",
+                ax3.plot(held_flops, [r["heldout"].get("disc_auc") for r in held], marker="s",
                          label="electra: discriminator AUC")  # fmt: skip
     ax2.axhline(0, color="grey", lw=0.8)
     ax2.set(xscale="log", xlabel="pretraining FLOPs (real)", ylabel="vs random init (points)",
@@ -219,8 +218,8 @@ def plot(full: Dict[str, Any], path: str) -> None:
     for ax, x in flops_plotted.items():
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-        # one budget only (equal to a few digits): so narrow a log axis labels its ticks
-        # unreadably, so show the decade around it
+        # one budget only (FLOPs equal to a few digits): a log axis that narrow labels its
+        # ticks unreadably, so show the decade around the point
         if x and max(x) / min(x) < 2:
             ax.set_xlim(min(x) / 3, max(x) * 3)
     fig.tight_layout()
