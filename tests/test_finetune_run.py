@@ -155,7 +155,7 @@ def test_end_to_end_multitask(run_dir, capsys):
     # 5 sst + 10 sts (doubled) + 2 chunk = 17 -> padded 20 -> 5 steps
     assert "step 5/5" in log and "steps/s" in log and "loaded the discriminator" in log
     # the trial's TensorBoard scalars: the logged losses, at their steps
-    logged = {int(m[0]): float(m[1]) for m in re.findall(r"^step (\d+)/5  loss (\S+)", log, re.M)}
+    logged = {int(m[0]): float(m[1]) for m in re.findall(r"^step (\d+)/5 loss (\S+)", log, re.M)}
     events = os.path.join(d, "models", "tiny", "finetuning_summaries", "sst_sts_chunk_trial_1")
     (event_file,) = os.listdir(events)
     written = {}

@@ -37,7 +37,7 @@ def _pin_script():
 PIN = os.path.join(HERE, "data", "pins", "finetune_4329364.json")
 TASKS = ["sst", "sts", "chunk", "squadv1"]
 HPARAMS = _pin_script().HPARAMS
-STEP = re.compile(r"^step (\d+)/(\d+)  loss (\S+)", re.M)
+STEP = re.compile(r"^step (\d+)/(\d+) loss (\S+)", re.M)
 
 
 def _outputs(data_dir, out):
@@ -225,6 +225,35 @@ def test_multi_worker_matches_one_device(no_dropout_dir, capsys):
     assert not list(model_dir.rglob("*scratch*"))  # the other worker's checkpoints, removed
     ckpts = model_dir / "finetuning_checkpoints"
     assert not ckpts.exists() or not any(ckpts.iterdir())  # the finished trial's, removed
+
+
+def test_multi_worker_trial_shorter_than_a_save_interval_exits_0_on_both(no_dropout_dir):
+    """Two localhost workers, a trial that ends before its first checkpoint: the non-chief
+    never wrote its scratch copy, and removing it must not fail (at a897e3a the second worker
+    exited 1: "..._scratch_worker_1 not found")."""
+    from test_distributed_training import _free_ports
+
+    d = no_dropout_dir
+    code = SUBPROCESS.replace("tf.config.set_logical_device_configuration", "(lambda *a: a)")
+    hp = {**HPARAMS, "task_names": ["sst"], "num_train_epochs": 1.0, "iterations_per_loop": 1,
+          "save_checkpoints_steps": 1000, "distribution": "multi_worker"}  # fmt: skip
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    procs = []
+    for i in range(2):
+        env = dict(
+            ENV, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+        )
+        procs.append(subprocess.Popen([sys.executable, "-c", code, str(d), json.dumps(hp)], env=env,
+                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))  # fmt: skip
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[1][-3000:]
+    w0, w1 = _step_losses(outs[0]), _step_losses(outs[1])
+    assert w0 == w1 and 0 < len(w0) < 1000  # every step ran, on both, before any save
+    assert "results written" in outs[0] and "results written" not in outs[1]
+    model_dir = d / "models" / "tiny"
+    assert not list(model_dir.rglob("*scratch*"))
+    assert not list(model_dir.rglob("ckpt-*"))  # no checkpoint was ever written
 
 
 @pytest.mark.slow

@@ -1,26 +1,25 @@
 """What a training checkpoint holds, and saving / restoring it (pretraining's and fine-tuning's).
 
-A pretraining checkpoint holds the model, the optimizer's slots and step counter, the global
-step, the loss scale and its good-step counter, and each local replica's data-iterator position
-(`iterator_0`, ...): a resumed run continues exactly where the saved one stopped (a fine-tuning
-trial's: `electra_tf.finetune.trainer`). The loops' one `CheckpointManager` is here. A checkpoint
+What a checkpoint holds is the task's (`train.loop.TrainingTask.checkpoint_items`: pretraining's
+model, optimizer, global step, loss scale and each local replica's data-iterator position, so a
+resumed run continues exactly where the saved one stopped; a fine-tuning trial's); the training
+loop's one `CheckpointManager` is here. A checkpoint
 left incomplete or damaged (a run killed while saving, a full disk) is skipped for the newest
 complete one, and a save that finds the disk full ends with one line, losing nothing
 (`electra_tf.checkpoint.files`).
 """
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import tensorflow as tf
 
 from electra_tf.checkpoint import files as checkpoint_files
 from electra_tf.checkpoint import restore
-from electra_tf.run_dir import RunDirectory
 
 
 class CheckpointKeeper:
-    """A `tf.train.Checkpoint` of `items` and the one `tf.train.CheckpointManager` of a training
-    loop (pretraining's and fine-tuning's): saves at the step's number, restores the newest
+    """A `tf.train.Checkpoint` of `items` and the one `tf.train.CheckpointManager` of the
+    training loop (`train.loop`): saves at the step's number, restores the newest
     complete checkpoint, skipping (and no longer counting) incomplete or damaged ones.
 
     Args:
@@ -89,47 +88,6 @@ class CheckpointKeeper:
         if self.latest and self.latest.endswith(f"-{step}"):
             return self.latest
         return checkpoint_files.save(self.manager, step)
-
-
-class TrainingCheckpoint(CheckpointKeeper):
-    """The checkpointed state of a pretraining run.
-
-    Args:
-        model, optimizer, step: the state to save.
-        loss_scale: the run's `train.loss_scale.DynamicLossScale` (its scale and good-step count).
-        iterators: this worker's data iterators (empty for evaluation).
-        run: the run directory; non-chief workers of a multi-worker run save to scratch
-            directories inside it (saving is collective, so every worker must save).
-        layout: this process's `train.strategy.ReplicaLayout` (`is_chief`, `task_id`); None: chief.
-        max_to_keep: checkpoints kept (None or 0: all).
-    """
-
-    def __init__(
-        self,
-        model,
-        optimizer,
-        step: tf.Variable,
-        loss_scale,
-        iterators: Sequence = (),
-        run: Optional[RunDirectory] = None,
-        layout=None,
-        max_to_keep: Optional[int] = None,
-    ):
-        items = dict(
-            model=model,
-            optimizer=optimizer,
-            step=step,
-            loss_scale=loss_scale.scale,
-            good_steps=loss_scale.good_steps,
-        )
-        for i, it in enumerate(iterators):
-            items[f"iterator_{i}"] = it
-        directory = None
-        if run is not None:
-            directory = run.path
-            if layout is not None and not layout.is_chief:
-                directory = run.worker_dir(layout.task_id)
-        super().__init__(items, step, directory, max_to_keep=max_to_keep)
 
 
 def warm_start_and_log(model, path: str, log) -> None:

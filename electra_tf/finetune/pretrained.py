@@ -18,10 +18,7 @@ from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.model_config import MODEL_SIZES, ModelConfig, get_model_config
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
+from electra_tf.train.progress import log
 
 
 def resolve_vocab_file(config: FinetuningConfig) -> str:

@@ -53,11 +53,8 @@ from electra_tf.finetune.task import Task, make_tokenizer
 from electra_tf.finetune.trainer import score, train
 from electra_tf.finetune.trials import TrialRecord, lock_tasks
 from electra_tf.model_config import ModelConfig
+from electra_tf.train.progress import log
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 @dataclasses.dataclass

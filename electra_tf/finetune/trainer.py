@@ -1,19 +1,13 @@
-"""Training and prediction of the multi-task model: ELECTRA AdamW with layer-wise learning rates
-over shuffled multi-task batches (a step's loss is the batch SUM, as the original), and
-fixed-size batches through a traced head for scoring.
+"""A fine-tuning trial as a task of the one training loop (`train.loop`): ELECTRA AdamW with
+layer-wise learning rates over shuffled multi-task batches (a step's loss is the batch SUM, as
+the original); and fixed-size batches through a traced head for scoring.
 
-A trial checkpoints every `save_checkpoints_steps` (and on SIGTERM / Ctrl-C, before exiting with
-128 + the signal's number) into its directory: the model, the optimizer's slots and counter, the
-step, the data order's seed and the seconds trained so far. The data's position is a function of
-the step (the seeded shuffle replays, and a resumed trial skips the examples already seen), so a
-re-run continues the trial where it stopped; in `deterministic` mode (op determinism, dropout
-seeds from (trial seed, step), Keras dropout's generator state in the checkpoint) it then
-computes exactly what an uninterrupted trial does. A non-finite loss stops the trial, naming the
-step; no checkpoint is written after it.
+The loop checkpoints a trial every `save_checkpoints_steps` (and on SIGTERM / Ctrl-C, before
+exiting with 128 + the signal's number) into its directory, and stops it at a non-finite loss,
+naming the step; no checkpoint is written after it.
 """
 
 import random
-import signal
 import time
 from collections.abc import Callable
 from typing import Any, Optional
@@ -21,8 +15,6 @@ from typing import Any, Optional
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoint.manager import CheckpointKeeper
-from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import Features, pad_rows
 from electra_tf.finetune.model import FinetuningModel
@@ -36,29 +28,10 @@ from electra_tf.optimization import (
     make_optimizer,
 )
 from electra_tf.run_dir import worker_scratch_dir
-from electra_tf.train.devices import choose_jit_compile, peak_flops
-from electra_tf.train.loss_scale import DynamicLossScale
-from electra_tf.train.preemption import StopSignal
-from electra_tf.train.progress import fmt_time, write_scalars
-from electra_tf.train.step import TrainStep, steps_in_call
+from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask
 from electra_tf.train.strategy import ReplicaLayout
 
 KEEP_CHECKPOINTS = 2  # a trial's newest two: the older one if the newest is broken
-
-
-# the matmul peak (MFU's denominator) once a process: a run's trials share its machine, and on a
-# busy one (not cached) each trial would measure it again
-_PEAKS: dict[str, tuple[float, str]] = {}
-
-
-def _peak(precision: str) -> tuple[float, str]:
-    if precision not in _PEAKS:
-        _PEAKS[precision] = peak_flops(precision)
-    return _PEAKS[precision]
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> ElectraAdamW:
@@ -86,25 +59,6 @@ def _optimizer(model: FinetuningModel, config: FinetuningConfig, steps: int) -> 
     )
 
 
-def _replica_iterators(make_dataset, layout: ReplicaLayout, batch: int) -> list:
-    """One iterator per local replica over the global batches of `make_dataset()`, each
-    yielding its replica's rows. Each replica reads a dataset of its own (a seeded shuffle gives
-    every new dataset the same order, but each further iterator of one dataset a new one), so
-    that every replica and worker sees the order one device would, split by replica index."""
-    n = layout.num_replicas
-    if n == 1:
-        return [iter(make_dataset())]
-    per = batch // n
-    iterators = []
-    for i in range(layout.num_local):
-        first = (layout.first_local_replica + i) * per
-        rows = make_dataset().map(
-            lambda b, first=first: {k: v[first : first + per] for k, v in b.items()}
-        )
-        iterators.append(iter(rows))
-    return iterators
-
-
 def _dropout_seeds(seed: int) -> Callable[[Any, Any, int], tf.Tensor]:
     """Stateless dropout seeds from (seed, step), varied by replica and micro-batch: with one
     of each, (seed, step) as before the step was shared with pretraining (a fixed run replays)."""
@@ -115,6 +69,86 @@ def _dropout_seeds(seed: int) -> Callable[[Any, Any, int], tf.Tensor]:
         return tf.stack([tf.cast(first, tf.int32), tf.cast(step, tf.int32)])
 
     return seeds
+
+
+class TrialTask(TrainingTask):
+    """One fine-tuning trial as a task of the training loop: the multi-task model (built in the
+    loop's strategy scope by the runner), its optimizer, and shuffled batches of its features.
+
+    A trial's checkpoint holds the model, the optimizer's slots and counter, the step, the data
+    order's seed, the seconds trained so far and Keras dropout's generator state. The data's
+    position is a function of the step (the seeded shuffle replays, and a resumed trial skips
+    the examples already seen), so a re-run continues the trial where it stopped; in
+    `deterministic` mode (op determinism, dropout seeds from (trial seed, step)) it then computes
+    exactly what an uninterrupted trial does.
+
+    Args:
+        model: the `FinetuningModel`, built in `strategy`'s scope.
+        features: the training features (every task's, padded to whole batches).
+        config: the run's `FinetuningConfig`.
+        steps: the trial's steps.
+        seed: the trial's seed (None: drawn once and kept in the checkpoint).
+        strategy: the strategy the model was built in.
+    """
+
+    checkpoints_inputs = False
+
+    def __init__(self, model, features, config, steps, seed, strategy):
+        self.model, self.features, self.config, self.steps = model, features, config, steps
+        self.seed = seed
+        with strategy.scope():
+            self.optimizer = _optimizer(model, config, steps)
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+            # the shuffle's seed: the trial's, or drawn once and kept in the checkpoint
+            first = seed if seed is not None else random.randrange(2**31)
+            self.data_seed = tf.Variable(first, tf.int64)
+            self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+        self.started = time.time()
+        self.seconds_before = 0.0
+
+    def checkpoint_items(self, loss_scale, iterators) -> dict:
+        rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+        items = dict(model=self.model, optimizer=self.optimizer, step=self.step,
+                     data_seed=self.data_seed, seconds=self.seconds, rng_states=rng_states)  # fmt: skip
+        if loss_scale.enabled:  # only then: float32 checkpoints keep their contents
+            items["loss_scale"] = loss_scale
+        return items
+
+    def dataset(self, replica: int, layout: ReplicaLayout) -> tf.data.Dataset:
+        """Replica `replica`'s rows of the global batches. Each replica reads a dataset of its
+        own (a seeded shuffle gives every new dataset the same order), so that every replica
+        and worker sees the order one device would, split by replica index."""
+        batch = self.config.train_batch_size
+        start_step = int(self.step.numpy())
+        n = len(self.features["input_ids"])
+        ds = tf.data.Dataset.from_tensor_slices(self.features)
+        ds = ds.shuffle(n, seed=int(self.data_seed.numpy()), reshuffle_each_iteration=True)
+        ds = ds.repeat()
+        if start_step:  # the examples the saved steps saw (the seeded shuffle replays them)
+            ds = ds.skip(start_step * batch)
+        ds = ds.batch(batch, drop_remainder=True).prefetch(2)
+        if layout.num_replicas == 1:
+            return ds
+        per = batch // layout.num_replicas
+        first = replica * per
+        return ds.map(lambda b: {k: v[first : first + per] for k, v in b.items()})
+
+    def begin(self, resumed: bool) -> None:
+        self.seconds_before = float(self.seconds.numpy())  # a resumed trial's seconds so far
+        self.started = time.time()
+
+    def step_options(self, stage: Optional[str], layout: ReplicaLayout) -> dict:
+        c, data_seed = self.config, int(self.data_seed.numpy())
+        # stateless dropout where a step must replay (deterministic) or replicas and
+        # micro-batches need seeds of their own; else the layers' own generators, as before
+        stateless = (c.deterministic and self.seed is not None) or (
+            layout.num_replicas * c.gradient_accumulation_steps > 1
+        )
+        seeds = _dropout_seeds(data_seed) if stateless else (lambda *a: None)
+        return dict(seed=data_seed, dropout_seeds=seeds)
+
+    def before_save(self) -> None:
+        self.seconds.assign(self.seconds_before + time.time() - self.started)
 
 
 def train(
@@ -128,147 +162,41 @@ def train(
     strategy: tf.distribute.Strategy,
 ) -> dict[str, float]:
     """Trains `model` (built in `strategy`'s scope) for `steps` global batches of
-    `train_features` (shuffled with `seed`) with pretraining's step (`train.step.TrainStep`:
-    replicas, accumulation, loss scaling, clipping), resuming from the newest complete
-    checkpoint in `checkpoint_dir` (None: no checkpoints; a non-chief worker saves to its own
-    scratch copy and restores from the chief's); returns the step count and the seconds taken
-    (over every part of a resumed trial)."""
-    layout = ReplicaLayout.of(strategy)
-    batch = config.train_batch_size
-    accum = config.gradient_accumulation_steps
-    if batch % (layout.num_replicas * accum):
-        raise UserError(
-            f"train_batch_size {batch} is not divisible by {layout.num_replicas} replicas x "
-            f"{accum} accumulation steps"
-        )
-    with strategy.scope():
-        optimizer = _optimizer(model, config, steps)
-        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # the shuffle's seed: the trial's, or drawn once and kept in the checkpoint
-        data_seed = tf.Variable(seed if seed is not None else random.randrange(2**31), tf.int64)
-        seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
-        loss_scale = DynamicLossScale(enabled=config.precision == "mixed_float16")
-    rng_states = [v for v in model.variables if "seed_generator_state" in v.path]
-    tracked = dict(model=model, optimizer=optimizer, step=step, data_seed=data_seed,
-                   seconds=seconds, rng_states=rng_states)  # fmt: skip
-    if loss_scale.enabled:  # only then: float32 checkpoints keep their contents
-        tracked["loss_scale"] = loss_scale
-    save_dir = checkpoint_dir
+    `train_features` (shuffled with `seed`) with the one training loop (`train.loop`), resuming
+    from the newest complete checkpoint in `checkpoint_dir` (None: no checkpoints; a non-chief
+    worker saves to its own scratch copy, restores from the chief's and removes its copy at the
+    end); returns the step count and the seconds taken (over every part of a resumed trial)."""
+    loop = TrainingLoop(strategy, log_prefix=f"trial {trial}: ")
+    loop.check_batch(config.train_batch_size, config.gradient_accumulation_steps)
+    loop.choose_path(config.precision, config.jit_compile, num_steps=steps)
+    task = TrialTask(model, train_features, config, steps, seed, strategy)
+    layout = loop.layout
+    scratch = None
     if checkpoint_dir is not None and not layout.is_chief:
-        # every worker saves (collectives); only the chief's is kept
-        save_dir = worker_scratch_dir(checkpoint_dir, layout.task_type, layout.task_id)
-    keeper = CheckpointKeeper(tracked, step, save_dir, checkpoint_dir, KEEP_CHECKPOINTS)
-    found = keeper.restore_latest(log)
-    if found:
-        log(f"trial {trial}: resumed from {found} at step {int(step.numpy())}")
-    start_step = int(step.numpy())
-    n = len(train_features["input_ids"])
-
-    def make_dataset():
-        ds = tf.data.Dataset.from_tensor_slices(train_features)
-        ds = ds.shuffle(n, seed=int(data_seed.numpy()), reshuffle_each_iteration=True).repeat()
-        if start_step:  # the examples the saved steps saw (the seeded shuffle replays them)
-            ds = ds.skip(start_step * batch)
-        return ds.batch(batch, drop_remainder=True).prefetch(2)
-
-    iterators = _replica_iterators(make_dataset, layout, batch)
-    # stateless dropout where a step must replay (deterministic) or replicas and micro-batches
-    # need seeds of their own; else the layers' own generators, as before
-    stateless = (config.deterministic and seed is not None) or layout.num_replicas * accum > 1
-    jit, jit_reason = choose_jit_compile(config.jit_compile, steps)
-    train_fn = TrainStep(
-        model,
-        optimizer,
-        loss_scale,
-        step,
-        strategy,
-        layout,
-        int(data_seed.numpy()),
-        accum,
-        jit,
-        config.allreduce_dtype,
-        dropout_seeds=_dropout_seeds(int(data_seed.numpy())) if stateless else lambda *a: None,
-    ).function()
-    # the step's real arithmetic (lookups as gathers, backward = 2x forward), as pretraining's
-    flops = finetuning_step_flops(model, train_features["input_ids"].shape[1], batch).real
-    peak, peak_source = _peak(config.precision)
-    log(
-        f"trial {trial}: global batch {batch} on {layout.num_replicas} replica(s) x {accum} "
-        f"micro-batch(es), {config.precision}, XLA {'on' if jit else 'off'} ({jit_reason}); "
-        f"{flops / 1e9:.2f} GFLOP a step (real), MFU against {peak / 1e9:.1f} GFLOP/s ({peak_source})"
+        scratch = worker_scratch_dir(checkpoint_dir, layout.task_type, layout.task_id)
+    settings = LoopSettings(
+        num_steps=steps,
+        global_batch=config.train_batch_size,
+        accumulation_steps=config.gradient_accumulation_steps,
+        iterations_per_loop=config.iterations_per_loop,
+        log_every_steps=max(1, int(config.log_every_steps)),
+        save_checkpoints_steps=max(1, int(config.save_checkpoints_steps)),
+        allreduce_dtype=config.allreduce_dtype,
+        checkpoint_dir=checkpoint_dir,
+        worker_checkpoint_dir=scratch,
+        resume_from_chief=True,
+        discard_worker_checkpoints=True,
+        keep_checkpoints=KEEP_CHECKPOINTS,
+        save_at_end=False,
+        summaries_dir=config.run.trial_summaries_dir(config.task_names, trial, config.random_init),
+        name=", ".join(config.task_names),
+        # the step's real arithmetic (lookups as gathers, backward = 2x forward)
+        real_flops_per_step=finetuning_step_flops(
+            model, train_features["input_ids"].shape[1], config.train_batch_size
+        ).real,
     )
-    # TensorBoard scalars of the trial, as pretraining's (the chief's; the others write none)
-    writer = tf.summary.create_noop_writer()
-    if layout.is_chief:
-        writer = tf.summary.create_file_writer(
-            config.run.trial_summaries_dir(config.task_names, trial, config.random_init)
-        )
-    start = last_t = time.time()
-    before = float(seconds.numpy())
-    last_step, losses = start_step, []
-    every = max(1, int(config.log_every_steps))
-    save_every = max(1, int(config.save_checkpoints_steps))
-
-    def check(done: int) -> list[float]:
-        """The losses since the last check, as floats; a non-finite one stops the trial."""
-        values = [float(x) for x in losses]
-        for i, v in enumerate(values):
-            if not np.isfinite(v):
-                kept = keeper.latest
-                raise UserError(
-                    f"trial {trial}: non-finite loss ({v}) at step {done - len(values) + i + 1}; "
-                    f"the last good checkpoint is {kept or 'none'} (kept): lower the "
-                    "learning_rate, or check the data"
-                )
-        losses.clear()
-        return values
-
-    def save() -> None:
-        seconds.assign(before + time.time() - start)
-        keeper.save()
-
-    s, compiled = start_step, False
-    with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
-        while s < steps:
-            # the first call runs one step (it includes tracing)
-            k = 1
-            if compiled:
-                k = steps_in_call(s, steps, config.iterations_per_loop, every, save_every)
-            _, call_losses = train_fn(iterators, tf.constant(k, tf.int32))
-            losses.extend(call_losses.numpy().tolist())
-            s += k
-            if not compiled:  # speed is measured from here: the first call traced (and compiled)
-                log(f"trial {trial}: compiled and ran the first step in {time.time() - start:.1f}s")
-                compiled, last_t, last_step = True, time.time(), s
-            if s % every == 0 or s == steps:
-                recent = check(s)
-                now = time.time()
-                loss = float(np.mean(recent))
-                line, scalars = f"step {s}/{steps}  loss {loss:.4f}", {"loss": loss}
-                if s > last_step:
-                    rate = (s - last_step) / max(now - last_t, 1e-9)
-                    line += (f"  {rate:.2f} steps/s  {rate * batch:.1f} examples/s  "
-                             f"{rate * flops / 1e9:.1f} GFLOP/s (real) MFU {rate * flops / peak:.1%}  "
-                             f"ETA {fmt_time((steps - s) / rate)}")  # fmt: skip
-                    scalars.update(steps_per_second=rate, examples_per_second=rate * batch,
-                                   flops_per_second=rate * flops, mfu=rate * flops / peak)  # fmt: skip
-                log(line)
-                write_scalars(writer, scalars, s)
-                last_t, last_step = now, s
-            due = s % save_every == 0 and s < steps
-            if keeper.manager is not None and (due or stop.received is not None):
-                check(s)
-                save()
-            if stop.received is not None:
-                saved = (
-                    f"saved a checkpoint at step {s}" if keeper.manager else f"stopped at step {s}"
-                )
-                log(f"trial {trial}: received signal {stop.received}: {saved}")
-                raise SystemExit(128 + int(stop.received))
-    seconds.assign(before + time.time() - start)
-    if keeper.manager is not None and not layout.is_chief:
-        tf.io.gfile.rmtree(keeper.manager.directory)
-    return {"train_steps": steps, "train_seconds": float(seconds.numpy())}
+    loop.train(task, settings)
+    return {"train_steps": steps, "train_seconds": float(task.seconds.numpy())}
 
 
 def predict(

@@ -1,4 +1,4 @@
-"""The training and evaluation input: one plain tf.data iterator per local replica, and what a
+"""The pretraining and evaluation input: each replica's tf.data pipeline, and what a
 damaged shard turns into (one line naming it, or with skip_corrupt_records a count of what is
 skipped)."""
 
@@ -109,43 +109,29 @@ def read_error(e: Exception, files: List[str], max_seq_length: int, kept: Option
     return None
 
 
-def replica_iterators(
-    config,
-    layout: ReplicaLayout,
-    is_training: bool,
-    tfrecords: Optional[str] = None,
-    files: Optional[List[str]] = None,
-) -> List:
-    """One iterator per local replica (checkpointable, unlike tf.distribute's distributed
-    iterators in TF 2.21), each reading its own shard of the data (`files`, else `input_files`
-    of `tfrecords`)."""
+def replica_dataset(
+    config, files: List[str], replica: int, layout: ReplicaLayout, is_training: bool
+) -> tf.data.Dataset:
+    """Global replica `replica`'s batches of `files` (its own shard of the data, each batch
+    1 / num_replicas of the global one); the loop makes one iterator per local replica."""
     c = config
-    seq_len = c.model.max_seq_length
-    files = files or input_files(c, tfrecords)
     batch = c.optimization.train_batch_size if is_training else c.general.eval_batch_size
     n = layout.num_replicas
     if batch % n:
         raise UserError(f"batch size {batch} is not divisible by {n} replicas")
-    iterators = []
-    for i in range(layout.num_local):
-        ctx = tf.distribute.InputContext(
-            num_input_pipelines=n,
-            input_pipeline_id=layout.first_local_replica + i,
-            num_replicas_in_sync=n,
-        )
-        with tf.device("/cpu:0"):
-            ds = pretraining_data.pretraining_dataset(
-                files,
-                seq_len,
-                batch // n,
-                is_training=is_training,
-                input_context=ctx if n > 1 else None,
-                seed=int(c.general.seed),
-                shuffle_buffer_size=c.general.shuffle_buffer_size,
-                skip_corrupt_records=c.general.skip_corrupt_records,
-            )
-            iterators.append(iter(ds))
-    return iterators
+    ctx = tf.distribute.InputContext(
+        num_input_pipelines=n, input_pipeline_id=replica, num_replicas_in_sync=n
+    )
+    return pretraining_data.pretraining_dataset(
+        files,
+        c.model.max_seq_length,
+        batch // n,
+        is_training=is_training,
+        input_context=ctx if n > 1 else None,
+        seed=int(c.general.seed),
+        shuffle_buffer_size=c.general.shuffle_buffer_size,
+        skip_corrupt_records=c.general.skip_corrupt_records,
+    )
 
 
 def run_on_replicas(strategy, layout: ReplicaLayout, fn, iterators):

@@ -13,9 +13,7 @@ from electra_tf.model_config import SHAPE_KEYS
 from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
-from electra_tf.train.loss_scale import DynamicLossScale
-from electra_tf.train.step import TrainStep
-from electra_tf.train.strategy import ReplicaLayout
+from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask
 
 
 def profile_pretraining_flops(
@@ -53,15 +51,12 @@ def profile_pretraining_flops(
         o.optimizer, 1e-4, model.trainable_weights, weight_decay_rate=o.weight_decay_rate,
         clip_norm=o.clip_norm,
     )  # fmt: skip
-    step = TrainStep(
-        model,
-        optimizer,
-        DynamicLossScale(enabled=False),
-        tf.Variable(0, dtype=tf.int64),
-        tf.distribute.get_strategy(),
-        ReplicaLayout(1, 1, 0),
-        seed=0,
-    )  # fmt: skip  (the default strategy: one replica, no distribution)
+    # the training loop's own step, on the default strategy (one replica), float32, no XLA
+    loop = TrainingLoop(tf.distribute.get_strategy())
+    loop.choose_path("float32", False)
+    task = TrainingTask()
+    task.model, task.optimizer, task.step = model, optimizer, tf.Variable(0, dtype=tf.int64)
+    step = loop.train_step(task, LoopSettings(num_steps=1, global_batch=batch_size))
     spec = tf.TensorSpec([batch_size, seq_len], tf.int32)
     specs = {"input_ids": spec, "input_mask": spec, "segment_ids": spec}
 

@@ -2,7 +2,7 @@
 scalars (written with core TF ops, so training does not need the `tensorboard` package)."""
 
 import time
-from typing import Dict, Optional
+from typing import Dict
 
 import tensorflow as tf
 
@@ -29,7 +29,9 @@ def write_scalars(writer, values: Dict[str, float], step: int) -> None:
 
 
 class ProgressLog:
-    """Progress lines every `every` steps and at the last step, and their TensorBoard scalars.
+    """Progress lines every `every` steps and at the last step, and their TensorBoard scalars,
+    in one shape for every job: `step N/M loss L [figures] lr R | steps/s examples/s GFLOP/s
+    MFU | ETA`. The loss and figures are the line's step's (as the original logs).
 
     Speed is measured over the steps since the previous line, never over the first step (which
     includes tracing and XLA compilation).
@@ -37,29 +39,38 @@ class ProgressLog:
     Args:
         num_train_steps: the run's last step.
         every: `log_every_steps`.
-        batch_size: sequences per step (global).
+        batch_size: examples per step (global).
         flops_per_step: the real FLOPs of one step (lookups as gathers, backward = 2x forward),
             for the FLOP rate and MFU.
         peak_flops: the device's peak FLOP/s (MFU's denominator).
         writer: a summary writer (a no-op writer on non-chief workers).
+        log_prefix: before the compilation line (e.g. "trial 2: ").
     """
 
-    def __init__(self, num_train_steps, every, batch_size, flops_per_step, peak_flops, writer):
+    def __init__(
+        self, num_train_steps, every, batch_size, flops_per_step, peak_flops, writer, log_prefix=""
+    ):
         self.num_train_steps = num_train_steps
-        self.every = every
+        self.every = max(1, int(every))
         self.batch_size = batch_size
         self.flops_per_step = flops_per_step
         self.peak_flops = peak_flops
         self.writer = writer
+        self.log_prefix = log_prefix
         self.start = self.window_start = time.time()
         self.window_steps = 0
+        self.loss = float("nan")
         self.compiled = False
 
-    def step_done(self, step: int, steps: int = 1) -> None:
-        """Called after each call of the step function (`steps` steps); the first call marks the
-        end of compilation."""
+    def step_done(self, step: int, steps: int, losses) -> None:
+        """Called after each call of the step function (`steps` steps, their `losses`); the
+        first call marks the end of compilation."""
+        self.loss = float(losses[-1])
         if not self.compiled:  # the first step includes tracing and XLA compilation
-            log(f"step {step}: compiled and ran the first step in {time.time() - self.start:.1f}s")
+            log(
+                f"{self.log_prefix}step {step}: compiled and ran the first step in "
+                f"{time.time() - self.start:.1f}s"
+            )
             self.start = self.window_start = time.time()
             self.compiled = True
             self.window_steps = 0
@@ -69,31 +80,32 @@ class ProgressLog:
     def due(self, step: int) -> bool:
         return step % self.every == 0 or step == self.num_train_steps
 
-    def write(self, step: int, loss: float, out, total_flops: float) -> None:
-        """The progress line and scalars of `step` (`out`: the step's outputs)."""
+    def write(self, step: int, out, figures: Dict[str, float], total_flops: float) -> None:
+        """The progress line and scalars of `step` (`out`: the step's outputs; `figures`: the
+        task's own, printed after the loss)."""
         now = time.time()
+        loss = self.loss
         lr = float(out["learning_rate"])
-        head = (
-            f"step {step}/{self.num_train_steps} loss {loss:.4f} "
-            f"mlm {float(out['mlm_loss_sum'] / out['mlm_weight_sum']):.4f} lr {lr:.2e}"
-        )
-        scalars = {"loss": loss, "learning_rate": lr, "train_flops": total_flops}
-        rate: Optional[float] = None
+        head = f"step {step}/{self.num_train_steps} loss {loss:.4f}"
+        head += "".join(f" {k} {v:.4f}" for k, v in figures.items()) + f" lr {lr:.2e}"
+        scalars = {"loss": loss, "learning_rate": lr}
+        if total_flops:
+            scalars["train_flops"] = total_flops
         if self.window_steps:  # speed over the steps since the last line (not compilation)
             rate = self.window_steps / max(now - self.window_start, 1e-9)
-        if rate is not None:
-            seq_s = rate * self.batch_size
-            flops_s = rate * self.flops_per_step
+            examples = rate * self.batch_size
+            flops = rate * self.flops_per_step
             eta = (self.num_train_steps - step) / rate
             log(
-                f"{head} | {rate:.2f} steps/s {seq_s:.1f} seq/s "
-                f"{flops_s / 1e9:.1f} GFLOP/s (real) MFU {flops_s / self.peak_flops:.1%} "
+                f"{head} | {rate:.2f} steps/s {examples:.1f} examples/s "
+                f"{flops / 1e9:.1f} GFLOP/s (real) MFU {flops / self.peak_flops:.1%} "
                 f"| ETA {fmt_time(eta)}"
             )
             scalars.update(
-                sequences_per_second=seq_s,
-                flops_per_second=flops_s,
-                mfu=flops_s / self.peak_flops,
+                steps_per_second=rate,
+                examples_per_second=examples,
+                flops_per_second=flops,
+                mfu=flops / self.peak_flops,
             )
         else:
             log(head)

@@ -15,7 +15,6 @@ import tensorflow as tf
 
 from electra_tf.optimization import dense_gradients
 from electra_tf.train.inputs import run_on_replicas
-from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.strategy import ReplicaLayout
 
 
@@ -41,7 +40,7 @@ class TrainStep:
     Args:
         model: the `ElectraPretrainer`.
         optimizer: its `ElectraAdamW`.
-        loss_scale: a `DynamicLossScale`.
+        loss_scale: the loop's `train.loss_scale.DynamicLossScale`.
         step: the global step variable (int64), incremented once per step.
         strategy, layout: the tf.distribute strategy and this process's `ReplicaLayout`.
         seed: the run's seed.
@@ -66,7 +65,7 @@ class TrainStep:
 
     model: Any
     optimizer: Any
-    loss_scale: DynamicLossScale
+    loss_scale: Any  # the loop's `train.loss_scale.DynamicLossScale`
     step: tf.Variable
     strategy: tf.distribute.Strategy
     layout: ReplicaLayout

@@ -122,6 +122,16 @@ def recorded_path(config_json: str) -> Optional[StepPath]:
     return path
 
 
+def by_rule(
+    precision: str, jit_compile, fused_elementwise: bool = False, num_steps: Optional[int] = None
+) -> Tuple[StepPath, str]:
+    """(the path, why) without measuring: the precision as set, XLA as set or, for "auto",
+    `devices.choose_jit_compile`'s rule (for a fine-tuning run of `num_steps` steps: XLA from
+    `devices.MIN_XLA_STEPS`)."""
+    jit, why = devices.choose_jit_compile(jit_compile, num_steps)
+    return StepPath(precision, jit, fused_elementwise), why
+
+
 def choose(
     config,
     time_path: Callable[[StepPath], float],
@@ -222,7 +232,7 @@ def seconds_per_step(trainer, warmup_steps: int = 2, timed_calls: int = 2, steps
     )
     with tf.device("/cpu:0"):
         ds = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
-        iterators = [iter(ds) for _ in range(layout.num_local)]
+    iterators = trainer.loop.replica_iterators(lambda replica, layout: ds)
     fn = trainer.step_function()
 
     def call(k):

@@ -1,6 +1,7 @@
-"""The estimator-style pretraining loop.
+"""Pretraining as a task of the one training loop (`train.loop`).
 
-A `Trainer` owns one run directory (`model_dir`), locked while it trains or evaluates (by the
+A `Trainer` builds the pretraining model, optimizer and inputs and hands them to the loop; it
+owns one run directory (`model_dir`), locked while it trains or evaluates (by the
 chief, in a multi-worker run: `run_dir.RunDirectory.lock`; a live holder stops the constructor
 already). Re-running the same command resumes from the
 latest complete checkpoint (see `electra_tf.checkpoint.manager`); the step's randomness is a
@@ -12,7 +13,6 @@ damaged shard ends the run with one line naming it (`train.inputs`).
 import dataclasses
 import functools
 import os
-import signal
 import tempfile
 import time
 from typing import Dict, Optional
@@ -22,19 +22,18 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import run_dir, vocab
-from electra_tf.checkpoint.manager import TrainingCheckpoint, warm_start_and_log
+from electra_tf.checkpoint.manager import warm_start_and_log
 from electra_tf.errors import UserError
 from electra_tf.flops.pretraining import step_flops
 from electra_tf.modeling import builders
 from electra_tf.optimization import embedding_lr_multipliers, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data import count_vectors
-from electra_tf.train import devices, step_path, two_stage
-from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_iterators
-from electra_tf.train.loss_scale import DynamicLossScale
-from electra_tf.train.preemption import StopSignal
-from electra_tf.train.progress import ProgressLog, log, write_scalars
-from electra_tf.train.step import TrainStep, eval_function, steps_in_call
+from electra_tf.train import step_path, two_stage
+from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_dataset
+from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask, peak_flops
+from electra_tf.train.progress import log
+from electra_tf.train.step import eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
 
 
@@ -53,9 +52,9 @@ def _holding_lock(method):
     return run
 
 
-class Trainer:
-    """Builds everything a run needs (strategy, model, optimizer, loss scale) and trains or
-    evaluates it.
+class Trainer(TrainingTask):
+    """Builds everything a pretraining run needs (model, optimizer, inputs) and trains it with
+    the one loop (`train.loop.TrainingLoop`) or evaluates it.
 
     Args:
         config: the run's `PretrainingConfig`.
@@ -86,14 +85,9 @@ class Trainer:
             )
         self.special_ids = vocab.special_token_ids(self.vocab, vocab_file)
         self.run = c.run
-        self.strategy = strategy or build_strategy(c.scale.distribution)
-        self.layout = ReplicaLayout.of(self.strategy)
-        accum = c.scale.gradient_accumulation_steps
-        if c.optimization.train_batch_size % (self.layout.num_replicas * accum):
-            raise UserError(
-                f"train_batch_size {c.optimization.train_batch_size} is not divisible by "
-                f"{self.layout.num_replicas} replicas x {accum} accumulation steps"
-            )
+        self.loop = TrainingLoop(strategy or build_strategy(c.scale.distribution))
+        self.strategy, self.layout = self.loop.strategy, self.loop.layout
+        self.loop.check_batch(c.optimization.train_batch_size, c.scale.gradient_accumulation_steps)
         c.model_configs(self.vocab_size)  # an impossible model config stops before the lock
         # one writer per run directory (non-chief workers write only to their scratch dirs): a
         # live holder stops the run here; `_holding_lock` holds it while training or evaluating
@@ -104,10 +98,12 @@ class Trainer:
         def resumed_config():
             return self.run.config_path if self.run.latest_checkpoint() else None
 
-        self.path, self.path_reason = step_path.choose(
-            c, self._seconds_per_step, self.layout.num_replicas, resumed_config, log,
-            self.vocab_size, multi_worker=self.layout.num_replicas > self.layout.num_local,
+        self.path = self.loop.choose_path(
+            c.scale.precision, c.scale.jit_compile, c.scale.fused_elementwise,
+            measured=dict(config=c, time_path=self._seconds_per_step,
+                          resumed_config=resumed_config, vocab_size=self.vocab_size),
         )  # fmt: skip
+        self.path_reason = self.loop.path_reason
         scale = dataclasses.replace(c.scale, **self.path.hparams())
         self.config = c = dataclasses.replace(c, scale=scale)
         keras.utils.set_random_seed(int(c.general.seed))  # same initial weights for a given seed
@@ -128,15 +124,11 @@ class Trainer:
                 ),
                 bias_correction=o.adam_bias_correction,
             )
-            self.loss_scale = DynamicLossScale(enabled=c.scale.precision == "mixed_float16")
         flops = step_flops(c, self.vocab_size)
         # the paper's convention (lookups as dense products, backward = forward): train_flops
         self.flops_per_step = flops.paper
         # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU
         self.real_flops_per_step = flops.real
-        self.peak_flops, self.peak_source = devices.peak_flops(
-            c.scale.precision, c.scale.peak_flops
-        )
         self.train_summary: Dict[str, float] = {}  # filled by train(), merged into evaluate()
 
     @property
@@ -146,6 +138,18 @@ class Trainer:
     @property
     def jit_reason(self) -> str:
         return self.path_reason
+
+    @property
+    def loss_scale(self):
+        return self.loop.loss_scale
+
+    @property
+    def peak_flops(self) -> float:
+        return peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[0]
+
+    @property
+    def peak_source(self) -> str:
+        return peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[1]
 
     def _seconds_per_step(self, path: step_path.StepPath) -> float:
         """Seconds per step of this run's step on `path` (a throwaway Trainer on a synthetic
@@ -162,7 +166,12 @@ class Trainer:
     def iterators(self, is_training: bool = True, tfrecords: Optional[str] = None) -> list:
         """This worker's input iterators, one per local replica (see `train.inputs`)."""
         self.files = input_files(self.config, tfrecords, log)
-        return replica_iterators(self.config, self.layout, is_training, files=self.files)
+        self._is_training = is_training
+        return self.loop.replica_iterators(self.dataset)
+
+    def dataset(self, replica: int, layout: ReplicaLayout):
+        """Global replica `replica`'s batches of the TFRecords `iterators` found."""
+        return replica_dataset(self.config, self.files, replica, layout, self._is_training)
 
     def _start_word_table_from_counts(self) -> None:
         """`word_embedding_init: ppmi_svd` on a fresh start: the discriminator's word table (the
@@ -184,30 +193,64 @@ class Trainer:
         log(f"word table: {int(seen.sum()):,} rows from the counts, the rest random "
             f"({time.time() - start:.0f} s)")  # fmt: skip
 
-    def _read_error(self, e: Exception, kept: Optional[str]) -> Exception:
-        """A read error from inside a step as one line naming the damaged shard (else `e`)."""
-        found = read_error(e, self.files, self.config.model.max_seq_length, kept)
-        return found if found is not None else e
+    def input_error(self, error: Exception, kept: Optional[str]) -> Optional[Exception]:
+        """A read error from inside a step as one line naming the damaged shard (else None)."""
+        return read_error(error, self.files, self.config.model.max_seq_length, kept)
+
+    def checkpoint_items(self, loss_scale, iterators) -> dict:
+        items = dict(model=self.model, optimizer=self.optimizer, step=self.step,
+                     loss_scale=loss_scale.scale, good_steps=loss_scale.good_steps)  # fmt: skip
+        for i, it in enumerate(iterators):
+            items[f"iterator_{i}"] = it
+        return items
+
+    def begin(self, resumed: bool) -> None:
+        if resumed:
+            return
+        if self.config.paths.init_checkpoint:
+            warm_start_and_log(self.model, self.config.paths.init_checkpoint, log)
+        elif self.config.model.word_embedding_init == "ppmi_svd":
+            self._start_word_table_from_counts()
+
+    def step_options(self, stage: Optional[str], layout: ReplicaLayout) -> dict:
+        variables = self.two_stage.variables(stage) if stage else None
+        return dict(seed=self.config.general.seed, stage=stage, variables=variables)
+
+    def stage(self, step: int) -> Optional[str]:
+        return self.two_stage.start_call(step, log) if self.two_stage else None
+
+    @property
+    def stage_boundary(self) -> int:
+        return self.config.optimization.two_stage_steps
+
+    def progress_values(self, out) -> dict:
+        return {"mlm": float(out["mlm_loss_sum"] / out["mlm_weight_sum"])}
 
     def step_function(self, stage: Optional[str] = None):
         """The training step as a tf.function(iterators, num_steps) (what `train` runs); with
         two-stage training, `stage`'s (see `train.two_stage`)."""
+        return self.loop.train_function(self, self.settings(), stage)
+
+    def settings(self) -> LoopSettings:
         c = self.config
-        variables = self.two_stage.variables(stage) if stage else None
-        return TrainStep(
-            self.model,
-            self.optimizer,
-            self.loss_scale,
-            self.step,
-            self.strategy,
-            self.layout,
-            c.general.seed,
-            c.scale.gradient_accumulation_steps,
-            self.jit_compile,
-            c.scale.allreduce_dtype,
-            stage,
-            variables,
-        ).function()
+        chief = self.layout.is_chief
+        return LoopSettings(
+            num_steps=c.optimization.num_train_steps,
+            global_batch=c.optimization.train_batch_size,
+            accumulation_steps=c.scale.gradient_accumulation_steps,
+            iterations_per_loop=c.scale.iterations_per_loop,
+            log_every_steps=c.general.log_every_steps,
+            save_checkpoints_steps=c.general.save_checkpoints_steps,
+            allreduce_dtype=c.scale.allreduce_dtype,
+            peak_flops=c.scale.peak_flops,
+            checkpoint_dir=self.run.path,
+            worker_checkpoint_dir=None if chief else self.run.worker_dir(self.layout.task_id),
+            keep_checkpoints=c.general.keep_checkpoint_max,
+            summaries_dir=self.run.summaries_dir("train"),
+            name=c.model_name,
+            paper_flops_per_step=self.flops_per_step,
+            real_flops_per_step=self.real_flops_per_step,
+        )
 
     def write_run_config(self) -> None:
         """config.json (every hparam, the model configs, replicas, FLOPs/step) and vocab.txt."""
@@ -228,98 +271,11 @@ class Trainer:
     def train(self) -> Dict[str, float]:
         """Trains to `num_train_steps` (resuming if the run has a checkpoint); returns the
         training summary ({} when it had already finished)."""
-        c = self.config
         self.run.makedirs()
         self.write_run_config()
-        iterators = self.iterators(is_training=True)
-        ckpt = TrainingCheckpoint(
-            self.model,
-            self.optimizer,
-            self.step,
-            self.loss_scale,
-            iterators,
-            self.run,
-            self.layout,
-            c.general.keep_checkpoint_max,
-        )
-        resumed = ckpt.restore_latest(log)
-        if resumed:
-            log(f"resumed from {resumed} at step {int(self.step.numpy())}")
-        elif c.paths.init_checkpoint:
-            warm_start_and_log(self.model, c.paths.init_checkpoint, log)
-        elif c.model.word_embedding_init == "ppmi_svd":
-            self._start_word_table_from_counts()
-        start_step = int(self.step.numpy())
-        last_step = c.optimization.num_train_steps
-        if start_step >= last_step:
-            log(f"training already finished ({start_step} steps)")
-            return {}
-        train_fns = {}  # by two-stage stage (None: one stage)
-        writer = (
-            tf.summary.create_file_writer(self.run.summaries_dir("train"))
-            if self.layout.is_chief
-            else tf.summary.create_noop_writer()
-        )
-        log(
-            f"training {c.model_name}: steps {start_step} -> {last_step}, global batch "
-            f"{c.optimization.train_batch_size} on {self.layout.num_replicas} replica(s), "
-            f"{self.flops_per_step:.3e} FLOPs/step (paper convention), "
-            f"{self.real_flops_per_step:.3e} real; {self.path.describe()} "
-            f"({self.path_reason}); peak {self.peak_flops / 1e9:.0f} GFLOP/s ({self.peak_source})"
-        )
-        progress = ProgressLog(
-            last_step,
-            c.general.log_every_steps,
-            c.optimization.train_batch_size,
-            self.real_flops_per_step,
-            self.peak_flops,
-            writer,
-        )
-        total_flops = start_step * self.flops_per_step
-        with StopSignal((signal.SIGTERM, signal.SIGINT)) as stop:
-            while int(self.step.numpy()) < last_step:
-                step = int(self.step.numpy())
-                stage = self.two_stage.start_call(step, log) if self.two_stage else None
-                if stage not in train_fns:
-                    train_fns[stage] = self.step_function(stage)
-                # the first call runs one step (it includes tracing and compilation)
-                n = 1
-                if progress.compiled:
-                    n = steps_in_call(
-                        step,
-                        last_step,
-                        c.scale.iterations_per_loop,
-                        c.general.log_every_steps,
-                        c.general.save_checkpoints_steps,
-                        c.optimization.two_stage_steps,
-                    )
-                try:
-                    out, losses = train_fns[stage](iterators, tf.constant(n, tf.int32))
-                except READ_ERRORS as e:
-                    raise self._read_error(e, ckpt.latest) from None
-                losses = losses.numpy()
-                step = int(self.step.numpy())
-                progress.step_done(step, n)
-                bad = np.flatnonzero(~np.isfinite(losses))
-                if bad.size:
-                    raise UserError(
-                        f"non-finite loss ({losses[bad[0]]}) at step {step - n + 1 + bad[0]}; the "
-                        f"last good checkpoint is {ckpt.latest or 'none'} (kept)"
-                    )
-                loss = float(losses[-1])
-                total_flops += n * self.flops_per_step
-                if step % c.general.save_checkpoints_steps == 0:  # as the original: at multiples
-                    ckpt.save()
-                if progress.due(step):
-                    progress.write(step, loss, out, total_flops)
-                if stop.received is not None:
-                    ckpt.save()
-                    log(f"received signal {stop.received}: saved a checkpoint at step {step}")
-                    raise SystemExit(128 + int(stop.received))
-        step = int(self.step.numpy())
-        ckpt.save()
-        self.train_summary = progress.summary(start_step, step, total_flops)
-        log(f"saved {ckpt.latest}")
+        self.files = input_files(self.config, None, log)
+        self._is_training = True
+        self.train_summary = self.loop.train(self, self.settings())
         return self.train_summary
 
     @_holding_lock
@@ -331,11 +287,10 @@ class Trainer:
         training summary, if any). `tfrecords`: evaluate on these files (e.g. a held-out shard)
         instead of the config's."""
         c = self.config
-        ckpt = TrainingCheckpoint(self.model, self.optimizer, self.step, self.loss_scale)
         latest = checkpoint or self.run.latest_checkpoint()
         if latest is None:
             raise UserError(f"no checkpoint to evaluate in {self.run.path}")
-        ckpt.restore_for_eval(latest)
+        self.loop.restore_model(dict(model=self.model, step=self.step), latest)
         iterators = self.iterators(is_training=False, tfrecords=tfrecords)
         eval_fn = eval_function(
             self.model, self.step, self.strategy, self.layout, c.general.seed, self.jit_compile
@@ -348,7 +303,7 @@ class Trainer:
             except (StopIteration, tf.errors.OutOfRangeError):
                 break
             except READ_ERRORS as e:
-                raise self._read_error(e, None) from None
+                raise self.input_error(e, None) or e from None
             for k, v in out.items():
                 sums[k] = sums.get(k, 0) + v.numpy().astype(np.float64)
             steps += 1
@@ -370,6 +325,5 @@ class Trainer:
         metrics.update(self.train_summary)
         if self.layout.is_chief:
             self.run.write_eval_results(metrics)
-            writer = tf.summary.create_file_writer(self.run.summaries_dir("eval"))
-            write_scalars(writer, metrics, metrics["global_step"])
+        self.loop.write_summaries(self.run.summaries_dir("eval"), metrics, metrics["global_step"])
         return metrics

@@ -67,7 +67,7 @@ def record(out_path: str) -> None:
         with open(path, encoding="utf-8") as f:
             files[os.path.basename(path)] = f.read()
     dev = {t: out[t]["trials"][0]["dev"] for t in out}
-    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", log.getvalue(), re.M)]
+    losses = [float(v) for v in re.findall(r"^step \d+/\d+ +loss (\S+)", log.getvalue(), re.M)]
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(
             {"step_losses": losses, "dev": dev, "predictions": files}, f, indent=1, sort_keys=True
