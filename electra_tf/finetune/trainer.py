@@ -167,8 +167,6 @@ def train(
     worker saves to its own scratch copy, restores from the chief's and removes its copy at the
     end); returns the step count and the seconds taken (over every part of a resumed trial)."""
     loop = TrainingLoop(strategy, log_prefix=f"trial {trial}: ")
-    loop.check_batch(config.train_batch_size, config.gradient_accumulation_steps)
-    loop.choose_path(config.precision, config.jit_compile, num_steps=steps)
     task = TrialTask(model, train_features, config, steps, seed, strategy)
     layout = loop.layout
     scratch = None
@@ -188,6 +186,8 @@ def train(
         discard_worker_checkpoints=True,
         keep_checkpoints=KEEP_CHECKPOINTS,
         save_at_end=False,
+        precision=config.precision,
+        jit_compile=config.jit_compile,
         summaries_dir=config.run.trial_summaries_dir(config.task_names, trial, config.random_init),
         name=", ".join(config.task_names),
         # the step's real arithmetic (lookups as gathers, backward = 2x forward)

@@ -32,7 +32,7 @@ from electra_tf.train.strategy import ReplicaLayout
 _PEAKS: Dict[Tuple[str, Optional[float]], Tuple[float, str]] = {}
 
 
-def peak_flops(precision: str, override: Optional[float] = None) -> Tuple[float, str]:
+def machine_peak_flops(precision: str, override: Optional[float] = None) -> Tuple[float, str]:
     """(the machine's matmul peak FLOP/s in `precision`'s compute dtype, where it comes from)."""
     key = (precision, override)
     if key not in _PEAKS:
@@ -58,6 +58,8 @@ class LoopSettings:
         discard_worker_checkpoints: a non-chief worker removes its copy when training ends.
         keep_checkpoints: checkpoints kept (None: all).
         save_at_end: save when the last step is done (else only at multiples before it).
+        precision, jit_compile: the path taken by rule when the task has not asked
+            `choose_path` for one before building its model (fine-tuning's precision is set).
         summaries_dir: TensorBoard directory of the chief (None: no summaries).
         name: what the header line calls the run.
         log_prefix: before the loop's own lines (e.g. "trial 2: ").
@@ -79,6 +81,8 @@ class LoopSettings:
     discard_worker_checkpoints: bool = False
     keep_checkpoints: Optional[int] = None
     save_at_end: bool = True
+    precision: str = "float32"
+    jit_compile: Any = False
     summaries_dir: Optional[str] = None
     name: str = ""
     log_prefix: str = ""
@@ -204,6 +208,8 @@ class TrainingLoop:
 
     def train_step(self, task: TrainingTask, settings: LoopSettings, stage=None) -> TrainStep:
         """The loop's `TrainStep` for `task` (its replica step is what the profiler counts)."""
+        if self.path is None:
+            self.choose_path(settings.precision, settings.jit_compile, num_steps=settings.num_steps)
         return TrainStep(
             task.model,
             task.optimizer,
@@ -244,9 +250,9 @@ class TrainingLoop:
     def train(self, task: TrainingTask, settings: LoopSettings) -> Dict[str, float]:
         """Trains `task` to `settings.num_steps`, resuming from its newest complete checkpoint;
         returns the training summary ({} when it had already finished)."""
-        if self.path is None:
-            raise ValueError("choose_path before train")
         p, s = self.log_prefix, settings
+        if self.path is None:
+            self.choose_path(s.precision, s.jit_compile, num_steps=s.num_steps)
         self.check_batch(s.global_batch, s.accumulation_steps)
         iterators = self.replica_iterators(task.dataset) if task.checkpoints_inputs else []
         keeper = self._keeper(task, s, iterators)
@@ -260,7 +266,7 @@ class TrainingLoop:
         if start_step >= s.num_steps:
             log(f"{p}training already finished ({start_step} steps)")
             return {}
-        peak, peak_source = peak_flops(self.path.precision, s.peak_flops)
+        peak, peak_source = machine_peak_flops(self.path.precision, s.peak_flops)
         log(
             f"{p}training {s.name}: steps {start_step} -> {s.num_steps}, global batch "
             f"{s.global_batch} on {self.layout.num_replicas} replica(s) x "

@@ -53,7 +53,6 @@ def profile_pretraining_flops(
     )  # fmt: skip
     # the training loop's own step, on the default strategy (one replica), float32, no XLA
     loop = TrainingLoop(tf.distribute.get_strategy())
-    loop.choose_path("float32", False)
     task = TrainingTask()
     task.model, task.optimizer, task.step = model, optimizer, tf.Variable(0, dtype=tf.int64)
     step = loop.train_step(task, LoopSettings(num_steps=1, global_batch=batch_size))

@@ -31,7 +31,7 @@ from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data import count_vectors
 from electra_tf.train import step_path, two_stage
 from electra_tf.train.inputs import READ_ERRORS, input_files, read_error, replica_dataset
-from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask, peak_flops
+from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask, machine_peak_flops
 from electra_tf.train.progress import log
 from electra_tf.train.step import eval_function
 from electra_tf.train.strategy import ReplicaLayout, build_strategy
@@ -145,11 +145,11 @@ class Trainer(TrainingTask):
 
     @property
     def peak_flops(self) -> float:
-        return peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[0]
+        return machine_peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[0]
 
     @property
     def peak_source(self) -> str:
-        return peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[1]
+        return machine_peak_flops(self.config.scale.precision, self.config.scale.peak_flops)[1]
 
     def _seconds_per_step(self, path: step_path.StepPath) -> float:
         """Seconds per step of this run's step on `path` (a throwaway Trainer on a synthetic
