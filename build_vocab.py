@@ -8,6 +8,13 @@ The corpus is split into words with the same BasicTokenizer semantics as `electr
 With --reserve_unused (default) the low ids follow BERT's layout: [PAD]=0, [unused0..98]=1..99,
 [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103, then the learned tokens. Without it the five special
 tokens come first in that order.
+
+With --cjk_char_tokens (Chinese, as Chinese BERT's vocab) every CJK character of the corpus is a
+token of its own, right after the reserved ones (most frequent first), and WordPiece is learned
+on the other words (Latin script, digits, full-width digits and punctuation) for the ids left:
+
+  python build_vocab.py --corpus='DIR/corpus/*.txt' --output_file=vocab.txt --vocab_size=8000 \
+      --cjk_char_tokens
 """
 
 import collections
@@ -22,6 +29,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from electra_tf.errors import UserError, run_main
 from electra_tf.tokenization import GraphTokenizer
+from electra_tf.tokenization.reference import is_chinese_char
 from electra_tf.vocab import CLS, MASK, PAD, SEP, UNK
 
 SPECIAL_TOKENS = [PAD, UNK, CLS, SEP, MASK]
@@ -35,6 +43,11 @@ flags.DEFINE_integer("vocab_size", 30522, "Target vocab size, special tokens inc
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the text (BERT uncased).")
 flags.DEFINE_bool("strip_accents", True, "Strip accents (only when lower-casing).")
 flags.DEFINE_bool("reserve_unused", True, "BERT layout: [PAD], [unused0..98], [UNK] at 100, ...")
+flags.DEFINE_bool(
+    "cjk_char_tokens", False,
+    "Every CJK character of the corpus its own token (Chinese BERT's vocab); WordPiece for the "
+    "rest.",
+)  # fmt: skip
 
 
 def reserved_tokens(reserve_unused: bool) -> list[str]:
@@ -90,26 +103,46 @@ def build_vocab(
     do_lower_case: bool = True,
     strip_accents: bool = True,
     reserve_unused: bool = True,
+    cjk_char_tokens: bool = False,
 ) -> list[str]:
-    """Learns the vocab; returns its tokens in id order (at most `vocab_size`)."""
+    """Learns the vocab; returns its tokens in id order (at most `vocab_size`). With
+    `cjk_char_tokens`, every CJK character of the corpus (a word of its own after BERT's
+    BasicTokenizer) is a token, most frequent first, and WordPiece is learned on the rest."""
     reserved = reserved_tokens(reserve_unused)
     if vocab_size <= len(reserved):
         raise UserError(f"--vocab_size={vocab_size} leaves no room after {len(reserved)} reserved")
     counts = count_words(files, do_lower_case, strip_accents)
     if not counts:
         raise UserError(f"the corpus has no words: {', '.join(files)}")
-    print(f"learning a WordPiece vocab of {vocab_size} tokens ...", flush=True)
-    learned = learner.learn(
-        counts,
-        vocab_size - len(reserved),
-        reserved_tokens=[],
-        lower_thresh=1,
-    )
-    vocab = reserved + [t for t in learned if t not in set(reserved)]
+    chars: list[str] = []
+    if cjk_char_tokens:
+        chars, counts = split_cjk_chars(counts)
+        print(f"{len(chars)} CJK characters, each a token", flush=True)
+        if vocab_size < len(reserved) + len(chars):
+            raise UserError(
+                f"--vocab_size={vocab_size} has no room for the corpus's {len(chars)} CJK "
+                f"characters after {len(reserved)} reserved tokens: give at least "
+                f"{len(reserved) + len(chars)}"
+            )
+    room = vocab_size - len(reserved) - len(chars)
+    learned = []
+    if counts and room > 0:
+        print(f"learning a WordPiece vocab of {room} tokens ...", flush=True)
+        learned = learner.learn(counts, room, reserved_tokens=[], lower_thresh=1)
+    taken = set(reserved) | set(chars)
+    vocab = reserved + chars + [t for t in learned if t not in taken]
     if len(vocab) > vocab_size:
         print(f"truncating {len(vocab)} tokens to --vocab_size={vocab_size}", file=sys.stderr)
         vocab = vocab[:vocab_size]
     return vocab
+
+
+def split_cjk_chars(counts: collections.Counter) -> tuple[list[str], collections.Counter]:
+    """(the CJK characters among the words, most frequent first, ties by code point; the
+    other words' counts)."""
+    is_cjk = {w for w in counts if len(w) == 1 and is_chinese_char(ord(w))}
+    chars = sorted(is_cjk, key=lambda w: (-counts[w], ord(w)))
+    return chars, collections.Counter({w: c for w, c in counts.items() if w not in is_cjk})
 
 
 def main(argv: list[str]) -> None:
@@ -125,7 +158,12 @@ def main(argv: list[str]) -> None:
     if all(os.path.getsize(f) == 0 for f in files):
         raise UserError(f"--corpus={FLAGS.corpus}: every matched file is empty")
     vocab = build_vocab(
-        files, FLAGS.vocab_size, FLAGS.do_lower_case, FLAGS.strip_accents, FLAGS.reserve_unused
+        files,
+        FLAGS.vocab_size,
+        FLAGS.do_lower_case,
+        FLAGS.strip_accents,
+        FLAGS.reserve_unused,
+        FLAGS.cjk_char_tokens,
     )
     out_dir = os.path.dirname(os.path.abspath(FLAGS.output_file))
     os.makedirs(out_dir, exist_ok=True)
