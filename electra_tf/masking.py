@@ -157,6 +157,7 @@ def mask_inputs(
     random_token_fraction: float = 0.0,
     vocab_size: Optional[int] = None,
     word_continuation: Optional[tf.Tensor] = None,
+    word_starts: Optional[tf.Tensor] = None,
 ) -> MaskedInputs:
     """ELECTRA's dynamic masking.
 
@@ -166,15 +167,21 @@ def mask_inputs(
     (`random_token_fraction` > 0 gives BERT's 80/10/10 with 0.8 / 0.1).
 
     With `word_continuation` (bool [V], True for `##` pieces) the positions are whole words
-    instead (`whole_word_positions`); the [MASK] / kept / random choice is still per token.
+    instead (`whole_word_positions`); the [MASK] / kept / random choice is still per token. With
+    `word_starts` ([B, L], 1 where a word of a segmenter starts, the TFRecords' `word_starts`)
+    the words are those instead of the `##` table's.
     """
     n = max_predictions
     candidates = candidates_mask(input_ids, input_mask, special_ids)
     u = counter_uniform(key, example_counters(example_ids, [3, n]))  # [B, 3, N]
     num = num_to_predict(input_mask, mask_prob, n)
-    if word_continuation is not None:
+    if word_continuation is not None or word_starts is not None:
+        if word_starts is not None:  # a token that starts no word continues one
+            continues = 1 - tf.minimum(tf.cast(word_starts, tf.int32), 1)
+        else:
+            continues = tf.gather(tf.cast(word_continuation, tf.int32), input_ids)
         positions, weights_int = whole_word_positions(
-            input_ids, candidates, word_continuation, num, n, key, example_ids
+            input_ids, candidates, continues, num, n, key, example_ids
         )
     else:
         rank = tf.cumsum(tf.cast(candidates, tf.int32), axis=1)  # [B, L]
@@ -211,13 +218,15 @@ def nth_true_index(rank: tf.Tensor, k: tf.Tensor) -> tf.Tensor:
     return tf.reduce_sum(tf.cast(rank[:, tf.newaxis, :] <= k[:, :, tf.newaxis], tf.int32), -1)
 
 
-def whole_word_positions(input_ids, candidates, word_continuation, num, n, key, example_ids):
+def whole_word_positions(input_ids, candidates, continues, num, n, key, example_ids):
     """Whole-word masking: ([B, N] positions, [B, N] int weights).
 
-    A word is a candidate token and the `##` continuation candidates right after it (a `##`
-    piece after a non-candidate starts a word of its own). The words are taken in a random order
-    (a uniform key per word, keyed by the example's content and the word's first position, so a
-    pure function of (seed, step, example content, position) as all masking), each one whole
+    A word is a candidate token and the continuation candidates right after it (`continues`
+    [B, L] int, 1 where a token continues the word before it: a `##` piece, or a token inside a
+    segmenter's word; a continuation after a non-candidate starts a word of its own). The words
+    are taken in a random order (a uniform key per word, keyed by the example's content and the
+    word's first position, so a pure function of (seed, step, example content, position) as all
+    masking), each one whole
     and only if it still fits: the masked tokens never exceed the original's count num_to_predict
     (over tokens, [CLS] and [SEP] counted), and a word that does not fit is skipped for the later
     ones that may (BERT's whole-word rule). Every token of a taken word gets a slot, in position
@@ -225,7 +234,7 @@ def whole_word_positions(input_ids, candidates, word_continuation, num, n, key, 
     """
     batch, length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
     cand = tf.cast(candidates, tf.int32)
-    cont = tf.gather(tf.cast(word_continuation, tf.int32), input_ids) * cand
+    cont = tf.cast(continues, tf.int32) * cand
     previous = tf.pad(cand[:, :-1], [[0, 0], [1, 0]])
     start = cand * (1 - cont * previous)  # [B, L]: a word begins here
     word = tf.cumsum(start, axis=1) * cand  # 1-based word index per token, 0 off candidates

@@ -46,8 +46,9 @@ class ElectraPretrainer(keras.Model):
             e.g. replace_mlm's) projects onto its network's word table, as the original; False
             gives each head an output table of its own (the `tied_output_embeddings` hparam, or
             a Hugging Face generator saved untied).
-        whole_word_masking: masking chooses whole words (`masking.mask_inputs`); needs
-            `word_continuation`.
+        whole_word_masking: masking chooses whole words (`masking.mask_inputs`): a segmenter's
+            words where the batch has `word_starts` (TFRecords built with --word_segmenter),
+            else WordPiece's (`word_continuation`).
         word_continuation: bool [V], True for the `##` continuation pieces
             (`vocab.continuation_table`); None where nothing is masked (export).
 
@@ -188,8 +189,10 @@ class ElectraPretrainer(keras.Model):
         input_ids = tf.cast(inputs["input_ids"], tf.int32)
         input_mask = tf.cast(inputs["input_mask"], tf.int32)
         s = self.special_ids
-        continuation = None
-        if self.whole_word_masking:
+        continuation = word_starts = None
+        if self.whole_word_masking and "word_starts" in inputs:  # a segmenter's words
+            word_starts = tf.cast(inputs["word_starts"], tf.int32)
+        elif self.whole_word_masking:
             if self.word_continuation is None:
                 raise ValueError("whole_word_masking needs word_continuation (from the vocab)")
             continuation = tf.constant(self.word_continuation)
@@ -206,6 +209,7 @@ class ElectraPretrainer(keras.Model):
             random_token_fraction=self.objective.random_token_fraction,
             vocab_size=self.vocab_size,
             word_continuation=continuation,
+            word_starts=word_starts,
         )
 
     def generator_logits(

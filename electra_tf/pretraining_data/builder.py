@@ -36,6 +36,7 @@ from electra_tf.pretraining_data.layout import (
     output_file_names,
     temporary_name,
 )
+from electra_tf.pretraining_data.segmentation import load_segmenter, segmenter_version
 from electra_tf.run_lock import RunLock
 
 
@@ -54,6 +55,7 @@ def build_dataset(
     verbose: bool = True,
     tokenizer_class: type | None = None,
     carry_overflow: bool = False,
+    word_segmenter: str | None = None,
 ) -> dict:
     """Writes `pretrain_data.tfrecord-I-of-N`, `dataset_info.json` and `token_counts.txt` to
     output_dir.
@@ -70,7 +72,11 @@ def build_dataset(
     existing dataset is untouched until the new shards are all written (`_build`). Returns the
     dataset info (the contents of dataset_info.json). `carry_overflow`: the tokens an example
     trims start the next one instead of being dropped (`ExampleBuilder`; default: the original's).
+    `word_segmenter` ("jieba"): the examples carry `word_starts`, the words of that segmenter
+    (`segmentation`), for whole-word masking; the ids are the same as without it.
     """
+    if word_segmenter is not None:
+        load_segmenter(word_segmenter)  # installed? (one line naming the extra)
     if not tf.io.gfile.exists(vocab_file):
         raise UserError(f"vocab file not found: {vocab_file}")
     if "://" not in vocab_file:  # what pretraining needs of it, before anything is built
@@ -108,7 +114,7 @@ def build_dataset(
             settings=JobSettings(
                 vocab_file, output_dir, max_seq_length, num_processes, num_out_files,
                 blanks_separate_docs, do_lower_case, strip_accents, seed, verbose,
-                tokenizer_class, carry_overflow,
+                tokenizer_class, carry_overflow, word_segmenter,
             ),
         )  # fmt: skip
     finally:
@@ -180,6 +186,7 @@ def _info(files, s, results, num_examples, num_tokens, counts, names) -> dict:
         "num_processes": s.num_jobs,
         "blanks_separate_docs": bool(s.blanks_separate_docs),
         "carry_overflow": bool(s.carry_overflow),
+        **_segmenter_info(s.word_segmenter),
         "num_corpus_files": len(files),
         "num_lines": sum(r["num_lines"] for r in results),
         "tokenizer": results[0]["tokenizer"],
@@ -195,6 +202,14 @@ def _info(files, s, results, num_examples, num_tokens, counts, names) -> dict:
             for n in names
         ],
     }
+
+
+def _segmenter_info(name: str | None) -> dict:
+    """What dataset_info.json records of a segmenter (nothing without one: a build without one
+    writes the same info as before segmenters existed)."""
+    if name is None:
+        return {}
+    return {"word_segmenter": name, "word_segmenter_version": segmenter_version(name)}
 
 
 def _report_text_problems(results: list, verbose: bool) -> None:

@@ -104,6 +104,7 @@ def iter_file_examples(
     blanks_separate_docs: bool = True,
     chunk_lines: int = TOKENIZE_CHUNK_LINES,
     stats: dict | None = None,
+    word_tokenizer=None,
 ) -> Iterator[PretrainingExample]:
     """Feeds one text file to `builder` (tokenizing `chunk_lines` lines at a time), yields its
     examples.
@@ -111,12 +112,20 @@ def iter_file_examples(
     As the original `ExampleWriter.write_examples`: each line is stripped; blank lines are document
     boundaries when `blanks_separate_docs` (else skipped); the end of the file flushes the pending
     example, so examples never span files. `stats["lines"]` counts the lines read.
+    `word_tokenizer` (a `segmentation.WordStartTokenizer` on `tokenizer`): the lines' ids come
+    with their word starts, which the examples carry.
     """
 
     def flush(chunk: list) -> Iterator[PretrainingExample]:
-        ids = iter(tokenizer.tokenize_to_ids([line for line in chunk if line]))
+        text = [line for line in chunk if line]
+        if word_tokenizer is None:
+            tokenized = iter([(ids,) for ids in tokenizer.tokenize_to_ids(text)])
+        else:
+            tokenized = iter(word_tokenizer.tokenize(text))
         for line in chunk:
-            example = builder.add_tokenized_line(next(ids)) if line else builder.end_document()
+            example = (
+                builder.add_tokenized_line(*next(tokenized)) if line else builder.end_document()
+            )
             if example is not None:
                 yield example
                 yield from builder.ready_examples()

@@ -26,6 +26,8 @@ from electra_tf.pretraining_data.layout import (
     TOKEN_COUNTS_FILE,
 )
 from electra_tf.pretraining_data.tfrecord_check import scan_shard
+from electra_tf.tokenization.reference import is_chinese_char
+from electra_tf.vocab import read_vocab, vocab_tokens
 
 REBUILD = "rebuild it with build_pretraining_dataset.py"
 
@@ -96,6 +98,7 @@ def check_dataset_info(
     files: Sequence[str] | None = None,
     skip_corrupt_records: bool = False,
     log: Callable[[str], None] = print,
+    whole_word_masking: bool = False,
 ) -> dict | None:
     """Compares dataset_info.json with the trainer's settings; returns it (None for datasets
     without one, unless `required`).
@@ -103,7 +106,8 @@ def check_dataset_info(
     Raises `UserError` when the dataset was built with another vocab (sha256), another
     max_seq_length or another lower-casing; with `required`, when there is no dataset_info.json
     (a build that did not finish, or TFRecords made elsewhere), and when the shards on disk or
-    `files` are not those it lists (`check_shards`).
+    `files` are not those it lists (`check_shards`); with `whole_word_masking`, when the dataset
+    has no word boundaries but most of its tokens are CJK characters (`check_word_boundaries`).
     """
     path = find_dataset_info(data_dir_or_tfrecord_dir)
     if path is None:
@@ -140,12 +144,38 @@ def check_dataset_info(
             f"dataset {dataset} was built with do_lower_case={info['do_lower_case']}, "
             f"but do_lower_case is {bool(do_lower_case)}"
         )
+    if whole_word_masking:
+        check_word_boundaries(dataset, info, vocab_file)
     if required:
         try:
             check_shards(dataset, path, info, files, skip_corrupt_records, log, max_seq_length)
         except (KeyError, TypeError, AttributeError) as e:  # a damaged "shards" list
             raise UserError(f"{path}: its shards list is malformed ({e!r}); {REBUILD}") from None
     return info
+
+
+CJK_SHARE_LIMIT = 0.5
+
+
+def check_word_boundaries(dataset: str, info: dict, vocab_file: str) -> None:
+    """Whole-word masking finds words by WordPiece's `##` pieces, which CJK characters never are:
+    on a dataset built without a segmenter's boundaries (`word_segmenter`) whose tokens are
+    mostly (> CJK_SHARE_LIMIT, from token_counts.txt) CJK characters it would mask single
+    characters; that is one line saying to rebuild with --word_segmenter. (A dataset without
+    token counts, indexed from elsewhere, is not checked.)"""
+    counts_file = os.path.join(dataset, info.get("token_counts_file") or TOKEN_COUNTS_FILE)
+    if info.get("word_segmenter") or not tf.io.gfile.exists(counts_file):
+        return
+    counts = read_token_counts(counts_file)
+    tokens = vocab_tokens(read_vocab(vocab_file))[: len(counts)]
+    cjk = np.array([len(t) == 1 and is_chinese_char(ord(t)) for t in tokens], bool)
+    share = counts[: len(cjk)][cjk].sum() / max(int(counts.sum()), 1)
+    if share > CJK_SHARE_LIMIT:
+        raise UserError(
+            f"dataset {dataset} has no word boundaries and {share:.0%} of its tokens are CJK "
+            "characters: whole_word_masking would mask single characters; rebuild it with "
+            "build_pretraining_dataset.py --word_segmenter=jieba, or set whole_word_masking=false"
+        )
 
 
 def check_shards(dataset, info_path, info, files, skip_corrupt_records, log, max_seq_length):

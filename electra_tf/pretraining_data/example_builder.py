@@ -23,11 +23,13 @@ from electra_tf.vocab import CLS, SEP
 
 
 class PretrainingExample(NamedTuple):
-    """One example as three int lists of length max_length."""
+    """One example as three int lists of length max_length, and a fourth where the lines came
+    with word boundaries (`word_starts`: 1 where a word starts, [CLS] and [SEP] included)."""
 
     input_ids: list
     input_mask: list
     segment_ids: list
+    word_starts: list | None = None
 
 
 class ExampleBuilder:
@@ -60,6 +62,7 @@ class ExampleBuilder:
         self._cls_id = tokenizer.vocab[CLS]
         self._sep_id = tokenizer.vocab[SEP]
         self._current_sentences: list = []
+        self._current_starts: list = []  # each sentence's word starts (or None), in parallel
         self._current_length = 0
         self._target_length = max_length
         self._carry_overflow = carry_overflow
@@ -90,12 +93,18 @@ class ExampleBuilder:
         while self._ready:
             yield self._ready.popleft()
 
-    def add_tokenized_line(self, token_ids: Sequence[int]) -> PretrainingExample | None:
-        """Adds the ids of one non-blank line (a sentence); returns an example when one is
-        complete."""
+    def add_tokenized_line(
+        self, token_ids: Sequence[int], word_starts: Sequence[int] | None = None
+    ) -> PretrainingExample | None:
+        """Adds the ids of one non-blank line (a sentence), and optionally its word starts (one
+        per id: the example then carries `word_starts`); returns an example when one is
+        complete. The ids and the random draws do not depend on `word_starts`."""
         if not token_ids:
             return None  # no tokens: no effect on the example or on the random draws
+        if word_starts is not None and len(word_starts) != len(token_ids):
+            raise ValueError(f"{len(word_starts)} word starts for {len(token_ids)} ids")
         self._current_sentences.append(token_ids)
+        self._current_starts.append(word_starts)
         self._current_length += len(token_ids)
         if self._current_length >= self._target_length:
             self._emit(end_of_document=False)
@@ -124,7 +133,13 @@ class ExampleBuilder:
 
         first_segment: list = []
         second_segment: list = []
-        for sentence in self._current_sentences:
+        starts = self._current_starts
+        with_starts = bool(starts) and starts[0] is not None
+        if with_starts != all(x is not None for x in starts):
+            raise ValueError("some lines of an example came with word starts, others without")
+        first_starts: list = []
+        second_starts: list = []
+        for sentence, sentence_starts in zip(self._current_sentences, starts):
             # The sentence goes to the first segment if (1) it is empty, (2) the sentence does not
             # put it over length or (3) 50% of the time when it does put it over length. As in the
             # original, (2) does not check that the second segment is empty: a later short
@@ -139,27 +154,40 @@ class ExampleBuilder:
                 )
             ):
                 first_segment += sentence
+                first_starts += sentence_starts or []
             else:
                 second_segment += sentence
+                second_starts += sentence_starts or []
 
         # trim to max_length while accounting for the not-yet-added [CLS]/[SEP] tokens
         first_kept = self._max_length - 2
         second_kept = max(0, self._max_length - min(len(first_segment), first_kept) - 3)
         # prepare to start building the next example (carry_overflow: from the trimmed tokens,
         # the first segment's, then the second's)
-        self._current_sentences = []
+        self._current_sentences, self._current_starts = [], []
         if self._carry_overflow:
             trimmed = (first_segment[first_kept:], second_segment[second_kept:])
-            self._current_sentences = [piece for piece in trimmed if piece]
+            trimmed_starts = (first_starts[first_kept:], second_starts[second_kept:])
+            for piece, piece_starts in zip(trimmed, trimmed_starts):
+                if piece:
+                    self._current_sentences.append(piece)
+                    self._current_starts.append(piece_starts if with_starts else None)
         self._current_length = sum(map(len, self._current_sentences))
         first_segment = first_segment[:first_kept]
         second_segment = second_segment[:second_kept]
+        first_starts = first_starts[:first_kept]
+        second_starts = second_starts[:second_kept]
         # small chance for a random-length instead of a max_length-length example
         if rng.random() < 0.05:
             self._target_length = rng.randint(5, self._max_length)
         else:
             self._target_length = self._max_length
-        return self._make_example(first_segment, second_segment)
+        example = self._make_example(first_segment, second_segment)
+        if not with_starts:
+            return example
+        segments = [first_starts, second_starts] if second_segment else [first_starts]
+        word_starts, _ = pack(segments, 1, 1)  # [CLS] and [SEP] each a word of its own
+        return example._replace(word_starts=pad(word_starts, self._max_length))
 
     def _make_example(self, first_segment: list, second_segment: list) -> PretrainingExample:
         # an empty second segment gets no [SEP] of its own: `[CLS] A [SEP]`

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 
 from electra_tf.errors import UserError
-from electra_tf.pretraining_data.encoding import FEATURE_NAMES
+from electra_tf.pretraining_data.encoding import FEATURE_NAMES, WORD_STARTS
 from electra_tf.pretraining_data.layout import TFRECORD_PREFIX
 
 
@@ -39,6 +39,7 @@ def pretraining_dataset(
     num_cpu_threads: int = 4,
     shuffle_buffer_size: int = 100,
     skip_corrupt_records: bool = False,
+    features: Sequence[str] | None = None,
 ) -> tf.data.Dataset:
     """The pretraining input pipeline of the original, as a tf.data.Dataset.
 
@@ -49,11 +50,15 @@ def pretraining_dataset(
     one pass in file order, no shuffling. Then parse, batch `batch_size` (per input pipeline,
     drop_remainder) and prefetch. `skip_corrupt_records`: a shard's records from its first
     corrupt or truncated one on are skipped (`tfrecord_check.scan_shards` counts them).
+    `features`: the int64 features to read (default: those of the first record,
+    `record_features`: the three, and `word_starts` where the build recorded word boundaries).
 
     Returns:
-        A dataset of dicts {input_ids, input_mask, segment_ids}, int32 [batch_size, max_seq_length].
+        A dataset of dicts {input_ids, input_mask, segment_ids (, word_starts)}, int32
+        [batch_size, max_seq_length].
     """
     files = expand_file_patterns(file_patterns)
+    names = tuple(features) if features is not None else record_features(files)
     num_pipelines = input_context.num_input_pipelines if input_context is not None else 1
     pipeline_id = input_context.input_pipeline_id if input_context is not None else 0
     shard_files = num_pipelines > 1 and len(files) >= num_pipelines
@@ -76,7 +81,9 @@ def pretraining_dataset(
         d = d.shuffle(buffer_size=shuffle_buffer_size, seed=seed)
 
     d = d.batch(batch_size, drop_remainder=True)
-    d = d.map(lambda r: parse_records(r, max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
+    d = d.map(
+        lambda r: parse_records(r, max_seq_length, names), num_parallel_calls=tf.data.AUTOTUNE
+    )
     return d.prefetch(tf.data.AUTOTUNE)
 
 
@@ -86,13 +93,25 @@ def _read_skipping_damage(path: tf.Tensor) -> tf.data.Dataset:
     return tf.data.TFRecordDataset(path).ignore_errors()
 
 
-def parse_records(records: tf.Tensor, max_seq_length: int) -> dict:
-    """A batch of serialized records -> {input_ids, input_mask, segment_ids}, int32."""
-    name_to_features = {
-        name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURE_NAMES
-    }
+def parse_records(
+    records: tf.Tensor, max_seq_length: int, names: Sequence[str] = FEATURE_NAMES
+) -> dict:
+    """A batch of serialized records -> {input_ids, input_mask, segment_ids}, int32 (and the
+    other `names`)."""
+    name_to_features = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in names}
     parsed = tf.io.parse_example(records, name_to_features)
-    return {name: tf.cast(parsed[name], tf.int32) for name in FEATURE_NAMES}
+    return {name: tf.cast(parsed[name], tf.int32) for name in names}
+
+
+def record_features(files: Sequence[str]) -> tuple:
+    """The features to read from a dataset's files: `FEATURE_NAMES`, and `word_starts` where the
+    first record (of the first file that has one) holds it (`tfrecord_check.check_tfrecords`
+    checks that every file agrees)."""
+    for path in files:
+        for record in tf.data.TFRecordDataset(path).take(1):
+            feature = tf.train.Example.FromString(record.numpy()).features.feature
+            return FEATURE_NAMES + ((WORD_STARTS,) if WORD_STARTS in feature else ())
+    return FEATURE_NAMES
 
 
 def iter_examples(files: str | Sequence[str]) -> Iterable[dict]:

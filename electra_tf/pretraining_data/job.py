@@ -19,6 +19,7 @@ from electra_tf.pretraining_data.corpus import iter_file_examples
 from electra_tf.pretraining_data.encoding import ExampleSerializer
 from electra_tf.pretraining_data.example_builder import ExampleBuilder
 from electra_tf.pretraining_data.layout import output_file_names, temporary_name
+from electra_tf.pretraining_data.segmentation import WordStartTokenizer, load_segmenter
 
 PROGRESS_EVERY_S = 10.0
 _COUNT_EVERY_IDS = 1 << 20  # ids collected before they are added to the token counts
@@ -45,6 +46,7 @@ class JobSettings:
     verbose: bool
     tokenizer_class: type | None = None
     carry_overflow: bool = False
+    word_segmenter: str | None = None  # `segmentation.SEGMENTERS`: the examples get word_starts
 
 
 def job_rng(seed: int, job_id: int) -> random.Random:
@@ -64,6 +66,9 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
         s.vocab_file, do_lower_case=s.do_lower_case, strip_accents=s.strip_accents
     )
     vocab_size = max(tokenizer.vocab.values()) + 1
+    word_tokenizer = None
+    if s.word_segmenter:
+        word_tokenizer = WordStartTokenizer(tokenizer, load_segmenter(s.word_segmenter))
     builder = ExampleBuilder(tokenizer, s.max_seq_length, rng, s.carry_overflow)
     names = [
         n
@@ -96,8 +101,9 @@ def write_job(job_id: int, files: Sequence[str], settings: JobSettings) -> dict:
             writers.append(tf.io.TFRecordWriter(temporary_name(n)))
         for path in job_files:
             for example in iter_file_examples(
-                path, builder, tokenizer, s.blanks_separate_docs, stats=stats
-            ):
+                path, builder, tokenizer, s.blanks_separate_docs, stats=stats,
+                word_tokenizer=word_tokenizer,
+            ):  # fmt: skip
                 k = num_examples % len(writers)
                 current = names[k]
                 writers[k].write(serialize(example))

@@ -12,7 +12,7 @@ import tensorflow as tf
 from google.protobuf.message import DecodeError
 
 from electra_tf.errors import UserError, tf_message
-from electra_tf.pretraining_data.encoding import FEATURE_NAMES
+from electra_tf.pretraining_data.encoding import FEATURE_NAMES, WORD_STARTS
 from electra_tf.pretraining_data.input_pipeline import expand_file_patterns, parse_records
 
 _SCAN_BATCH = 1024
@@ -38,11 +38,12 @@ def check_tfrecords(files: str | Sequence[str], max_seq_length: int) -> list:
     """Checks the first record of each file against the schema; returns the sorted file list.
 
     Raises `UserError` (naming the file) when nothing matches, a feature is missing or extra, or a
-    feature is not int64 of length max_seq_length. Empty files are allowed (a small corpus leaves
-    some shards empty), but not all of them.
+    feature is not int64 of length max_seq_length, or some files have `word_starts` and others not.
+    Empty files are allowed (a small corpus leaves some shards empty), but not all of them.
     """
     paths = expand_file_patterns(files)
     num_records = 0
+    with_starts: dict = {}  # has word_starts -> the first such file
     for path in paths:
         data = _read_first_record(path)
         if data is None:
@@ -54,14 +55,20 @@ def check_tfrecords(files: str | Sequence[str], max_seq_length: int) -> list:
             raise UserError(f"{path}: first record is not a tf.train.Example ({e})") from None
         feature = example.features.feature
         names = set(feature.keys())
-        if names != set(FEATURE_NAMES):
+        if names - {WORD_STARTS} != set(FEATURE_NAMES):
             missing = sorted(set(FEATURE_NAMES) - names)
-            extra = sorted(names - set(FEATURE_NAMES))
+            extra = sorted(names - set(FEATURE_NAMES) - {WORD_STARTS})
             raise UserError(
                 f"{path}: expected features {list(FEATURE_NAMES)}, "
                 f"missing {missing}, unexpected {extra}"
             )
-        for name in FEATURE_NAMES:
+        with_starts.setdefault(WORD_STARTS in names, path)
+        if len(with_starts) > 1:
+            raise UserError(
+                f"{with_starts[True]} has {WORD_STARTS} (built with a word segmenter) and "
+                f"{with_starts[False]} has not: the files are from different builds"
+            )
+        for name in sorted(names):
             kind = feature[name].WhichOneof("kind")
             if kind != "int64_list":
                 raise UserError(f"{path}: feature {name} is {kind}, expected int64_list")

@@ -36,6 +36,7 @@ def input_files(config, tfrecords: Optional[str] = None, log=print) -> List[str]
             files=files,
             skip_corrupt_records=skip,
             log=log,
+            whole_word_masking=c.task.whole_word_masking,
         )
     if skip:
         report_damage(files, seq_len, log)
