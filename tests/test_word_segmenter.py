@@ -27,9 +27,11 @@ from electra_tf.pretraining_data import (
     make_tf_example,
     pretraining_dataset,
 )
-from electra_tf.pretraining_data.dataset_info import check_word_boundaries
+from electra_tf.pretraining_data.dataset_info import check_dataset_info, check_word_boundaries
 from electra_tf.pretraining_data.segmentation import WordStartTokenizer, load_segmenter, pieces
 from electra_tf.tokenization import FullTokenizer
+from electra_tf.tokenization.reference import is_chinese_char
+from electra_tf.vocab import read_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINES = os.path.join(ROOT, "tests", "data", "chinese", "lines.txt")
@@ -219,6 +221,17 @@ def test_dataset_with_jieba_boundaries(tmp_path):
         assert e["word_starts"][0] == 1 and not any(e["word_starts"][n:])
         assert sum(e["word_starts"][:n]) < n  # words of several characters
     check_tfrecords(str(tmp_path / "wwm"), 64)
+    # the trainer's check: whole_word_masking needs the boundaries on this (all-Chinese) text
+    check_dataset_info(str(tmp_path / "wwm"), ZH_VOCAB, 64, True, whole_word_masking=True)
+    tokens = [t for t, i in sorted(read_vocab(ZH_VOCAB).items(), key=lambda x: x[1])]
+    ids = [i for e in a for i, m in zip(e["input_ids"], e["input_mask"]) if m]
+    share = sum(len(tokens[i]) == 1 and is_chinese_char(ord(tokens[i])) for i in ids) / len(ids)
+    assert 0.7 < share < 0.9  # punctuation, digits, [CLS] and [SEP] are the rest
+    with pytest.raises(
+        UserError, match=f"no word boundaries and {share:.0%} of its tokens are CJK"
+    ):
+        check_dataset_info(str(tmp_path / "plain"), ZH_VOCAB, 64, True, whole_word_masking=True)
+    check_dataset_info(str(tmp_path / "plain"), ZH_VOCAB, 64, True)  # character masking: fine
     batch = next(iter(pretraining_dataset(str(tmp_path / "wwm"), 64, 4, is_training=False)))
     assert sorted(batch) == ["input_ids", "input_mask", "segment_ids", "word_starts"]
     np.testing.assert_array_equal(batch["word_starts"].numpy()[0], b[0]["word_starts"])

@@ -9,7 +9,8 @@ The builder reproduces `build_pretraining_dataset.py` of google-research/electra
 
 Each TFRecord holds `tf.train.Example`s with exactly three int64 features of length max_seq_length
 (`encoding`): `input_ids` (`[CLS] A [SEP] (B [SEP])` then 0-padding), `input_mask` (1 for real
-tokens) and `segment_ids` (0 for [CLS] + A + first [SEP], 1 for B + final [SEP], 0 for padding).
+tokens) and `segment_ids` (0 for [CLS] + A + first [SEP], 1 for B + final [SEP], 0 for padding);
+a build with a word segmenter adds `word_starts` (1 where a segmented word starts: `segmentation`).
 A build (`builder`, one `job` per process) also writes `dataset_info.json` (counts, the vocab's
 sha256, the tokenizer settings) and `token_counts.txt` (`dataset_info`); `layout` names the files.
 The trainer checks a dataset (`tfrecord_check`, `dataset_info`) and reads it (`input_pipeline`).
