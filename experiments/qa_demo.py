@@ -5,7 +5,7 @@ weights (a pipeline check, not a quality figure) and, as the original's debug mo
 reads `train-debug.json` / `dev-debug.json` (copies of the generated files). Pass a pretrained
 run's checkpoint for a real figure.
 
-    python experiments/qa_demo.py --data_dir runs/qa_demo
+    python -m experiments.qa_demo --data_dir runs/qa_demo
 """
 
 import json

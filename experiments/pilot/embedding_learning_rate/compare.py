@@ -2,11 +2,7 @@
 bootstrap interval (experiments/pilot/compare_runs.py). The paths are the pilot machine's work
 dirs (run_finetuning.py model dirs under DATA_DIR/models/)."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from compare_runs import compare  # noqa: E402
+from experiments.pilot.compare_runs import compare
 
 WIKI, MIX = "/work/pilot/v30/data", "/work/s5/mix/data"
 PAIRS = [

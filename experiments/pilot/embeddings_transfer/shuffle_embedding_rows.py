@@ -4,7 +4,7 @@ vocab's reserved ones, from id 104 in BERT's layout, seed 0; [PAD], [UNK], [CLS]
 the unused ids stay), so that the table keeps its set of vectors and their scale but loses which
 vector belongs to which word.
 
-    python experiments/pilot/embeddings_transfer/shuffle_embedding_rows.py PRETRAINING_CKPT OUT_DIR
+    python -m experiments.pilot.embeddings_transfer.shuffle_embedding_rows PRETRAINING_CKPT OUT_DIR
 
 writes OUT_DIR/ckpt-shuffled (the encoder alone, under `model/encoder` as a fine-tuning
 checkpoint holds it) with the run's
@@ -18,13 +18,12 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, REPO)
+from build_vocab import reserved_tokens
+from electra_tf import data_layout, run_dir, vocab
+from electra_tf.checkpoint import restore
+from electra_tf.modeling.encoder import TransformerEncoder
 
-from build_vocab import reserved_tokens  # noqa: E402
-from electra_tf import data_layout, run_dir, vocab  # noqa: E402
-from electra_tf.checkpoint import restore  # noqa: E402
-from electra_tf.modeling.encoder import TransformerEncoder  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def first_learned_id(vocab_file: str) -> int:

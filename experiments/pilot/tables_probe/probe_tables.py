@@ -2,7 +2,7 @@
 mean of its WordPiece ids' rows of the discriminator's input table and of the generator's output
 table (untied recipes), scored with experiments/probe.py's probe (validation split, seed 0).
 
-    python experiments/pilot/tables_probe/probe_tables.py VOCAB CKPT [CKPT ...]
+    python -m experiments.pilot.tables_probe.probe_tables VOCAB CKPT [CKPT ...]
 
 CKPT: a pretraining run's checkpoint prefix (WORK/data/models/pt_electra_1e14/ckpt-STEP).
 """
@@ -11,15 +11,13 @@ import os
 import sys
 
 import numpy as np
+import tensorflow as tf
+from absl import flags
+
+from electra_tf.tokenization import FullTokenizer
+from experiments.probe import probe_features, read_task
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path[:0] = [REPO, os.path.join(REPO, "experiments")]
-
-import tensorflow as tf  # noqa: E402
-from absl import flags  # noqa: E402
-from probe import probe_features, read_task  # noqa: E402
-
-from electra_tf.tokenization import FullTokenizer  # noqa: E402
 
 TABLES = {
     "discriminator input table": "model/discriminator/embeddings/word_embeddings",

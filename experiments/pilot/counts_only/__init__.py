@@ -1,0 +1,1 @@
+"""A pilot round's script (see experiments/pilot/README.md)."""
