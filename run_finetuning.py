@@ -10,29 +10,26 @@ TASK_SPLIT_predictions.tsv. `--hparams` is a JSON object or a JSON file; the key
 original's), their types and defaults are in electra_tf/finetune/config.py. `model_size` defaults
 to the pretraining run's (its config.json).
 
-With the default flags it runs the demo: 300 labelled movie sentences (seed 0's subset, drawn as
-experiments/transfer.py draws it, written to runs/demo/finetuning_data/sst/), scored on the 1,250
-dev sentences, one seeded trial per encoder: the in-domain transfer experiment's kept ELECTRA
-encoder (experiments/results/ppmi_init/checkpoints/pt_electra_1e14, 1e14 FLOPs of its recipe, the
-word table started from count vectors) with experiments/recipes/finetune_movie.json, the same shape
-from random weights (`random_init`) with finetune_movie_random_init.json, and the demo's own
-pretrained model (run_pretraining.py's 600 steps) with finetune_movie.json; `--hparams` overrides
-all three. This replays the experiment's seed-0 runs at N = 300, so it prints their kept accuracies
-beside its own, then the experiment's paired results at N = 300 (that encoder's declared test on 10
-seeds, then the three tests of the earlier encoder, whose word table started at random).
+With the default flags it runs the demo (`electra_tf.demo.finetuning`): 300 labelled movie
+sentences (seed 0's subset, drawn as the in-domain transfer experiment draws it, written to
+runs/demo/finetuning_data/sst/), scored on the 1,250 dev sentences, one seeded trial per encoder:
+the experiment's kept ELECTRA encoder (data/demo/electra_1e14, 1e14 FLOPs of its recipe, the word
+table started from count vectors) with data/demo/finetune_movie.json, the same shape from random
+weights (`random_init`) with finetune_movie_random_init.json, and the demo's own pretrained model
+(run_pretraining.py's 600 steps) with finetune_movie.json; `--hparams` overrides all three. This
+replays the experiment's seed-0 runs at N = 300, so it prints their kept accuracies beside its
+own, then the experiment's result at N = 300 (that encoder's declared test on 10 seeds).
 """
 
 import os
-import sys
 
 from absl import app, flags
 
+from electra_tf.demo import DATA_DIR as DEMO_DATA_DIR
+from electra_tf.demo import MODEL_NAME as DEMO_MODEL_NAME
 from electra_tf.errors import UserError, run_main
 from electra_tf.hparams import parse_hparams
 
-REPO = os.path.dirname(os.path.abspath(__file__))
-DEMO_DATA_DIR = "runs/demo"
-DEMO_MODEL_NAME = "electra_small_demo"
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", DEMO_DATA_DIR, "Where the data, models and results live.")
 flags.DEFINE_string("model_name", DEMO_MODEL_NAME, "The pretrained model (DATA_DIR/models/NAME).")
@@ -60,12 +57,11 @@ def main() -> None:
 
     hparams = parse_hparams(FLAGS.hparams)
     if FLAGS.data_dir == DEMO_DATA_DIR and FLAGS.model_name == DEMO_MODEL_NAME:
-        # experiments/finetune_demo.py: the transfer experiment's kept encoder next to random
-        # weights and the demo's own model, on 300 of the movie sentences
-        sys.path.append(os.path.join(REPO, "experiments"))
-        import finetune_demo
+        # the transfer experiment's kept encoder next to random weights and the demo's own
+        # model, on 300 of the movie sentences
+        from electra_tf.demo import finetuning as demo_finetuning
 
-        finetune_demo.run(hparams, DEMO_DATA_DIR, DEMO_MODEL_NAME)
+        demo_finetuning.run(hparams, DEMO_DATA_DIR, DEMO_MODEL_NAME)
         return
     hparams = with_pretrained_size(FLAGS.data_dir, FLAGS.model_name, hparams)
     config = FinetuningConfig(FLAGS.model_name, FLAGS.data_dir, **hparams)
