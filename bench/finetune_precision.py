@@ -1,6 +1,6 @@
 """Fine-tuning quality by precision: `run_finetuning.py` from the committed 1e14-FLOP ELECTRA
-encoder at float32 and the two mixed precisions, the same seeds for each: is 16-bit fine-tuning
-within seed noise of float32? One task kind per run (`--task`):
+encoder (data/demo/electra_1e14) at float32 and the two mixed precisions, the same seeds for
+each: is 16-bit fine-tuning within seed noise of float32? One task kind per run (`--task`):
 
   * `movie` (classification, accuracy): 1,000 labels drawn with a fixed seed from the bundled
     movie training sentences, scored on the 1,250 dev sentences; 10 epochs, lr 3e-4 without
@@ -36,7 +36,10 @@ import time
 from electra_tf import data_layout
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENCODER = os.path.join(REPO, "experiments", "checkpoints", "pt_electra_1e14")
+# the demo's encoder (the in-domain experiment's, from count vectors); the figures in
+# docs/FINETUNING.md came from the earlier experiments/checkpoints/pt_electra_1e14, whose weights
+# are in git history (experiments/README.md, "Model weights")
+ENCODER = os.path.join(REPO, "data", "demo", "electra_1e14")
 MOVIES = os.path.join(REPO, "data", "movie_sentiment")
 CORPUS = os.path.join(REPO, "data", "corpus", "enwiki_sample.txt")
 COMMON = {

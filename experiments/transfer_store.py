@@ -42,7 +42,9 @@ def encoder_dir(
             shutil.copytree(kept_dir, tmp, ignore=shutil.ignore_patterns(HELDOUT_FILE))
         else:
             raise UserError(
-                f"no checkpoint {checkpoint} and no encoder kept in {kept_dir}: pretrain first"
+                f"no checkpoint {checkpoint} and no encoder kept in {kept_dir}: pretrain first, "
+                "or check the kept encoders out of git history (experiments/README.md, "
+                "'Model weights')"
             )
         os.replace(tmp, local)
     if not os.path.exists(os.path.join(kept_dir, "config.json")):
