@@ -20,12 +20,9 @@ a direction, not of the step: the encoder does not use the fused pieces.
 
 import json
 import os
-import sys
 import time
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16"], "Activations' dtype.")

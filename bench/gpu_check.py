@@ -16,13 +16,10 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
 NVIDIA_A100 = {  # NVIDIA DeepLearningExamples, TensorFlow2 ELECTRA, one A100-40GB
     "pretrain_base": "955 seq/s (AMP)",
     "finetune_squad": "317 seq/s (AMP)",

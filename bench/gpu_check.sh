@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$(command -v python3)}"
 [ -x .venv/bin/python ] && PYTHON="${PYTHON_OVERRIDE:-.venv/bin/python}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the package, installed or not
 TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" exec "$PYTHON" bench/gpu_check.py "$@"

@@ -31,7 +31,6 @@ import tempfile
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 TOLERANCE = 1e-4
 SENTENCES = [["The quick brown fox jumps over the lazy dog.", None]]
 SENTENCES += [["ELECTRA trains a discriminator.", "It detects replaced tokens!"]]
@@ -143,8 +142,8 @@ def main() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     work = args.work_dir or tempfile.mkdtemp(prefix="hf_interop_")
     made = os.path.join(work, "hf")
-    script = os.path.join(REPO, "scripts", "make_hf_checkpoints.py")
-    subprocess.run([args.peer_python, script, "--out", made], check=True, capture_output=True)
+    subprocess.run([args.peer_python, "-m", "scripts.make_hf_checkpoints", "--out", made],
+                   check=True, capture_output=True, cwd=REPO)  # fmt: skip
     sentences = os.path.join(work, "sentences.json")
     with open(sentences, "w") as f:
         json.dump(SENTENCES, f)

@@ -22,16 +22,36 @@ table. Exit 1 when a case that should match exceeds 1e-4 or a warning mentions w
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+from electra_tf import data_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO, os.path.join(REPO, "tests")]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": REPO}
 TEXTS = ["Hello, world!", "The cat sat on the mat.", "the dogs ran jumping playing", "A Dog!"]
+# the fixtures tests/test_keras_hub.py uses too: a small vocab, a backbone whose embedding width
+# differs from its hidden width (the projection is exercised), and a tiny pretraining run
+WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "run", "##s", "##ing", "hello", "world"]
+WORDS += [",", ".", "!", "?", "'", "play", "##ed", "un", "##want", "jump"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+LENGTH = 24  # the preset's max_sequence_length
+BACKBONE = dict(vocab_size=len(VOCAB), num_layers=2, num_heads=2, hidden_dim=16, embedding_dim=8,
+                intermediate_dim=32, max_sequence_length=LENGTH)  # fmt: skip
+TINY_RUN = dict(
+    model_size="small",
+    embedding_size=32,
+    model_hparam_overrides=dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=64, hidden_dropout_prob=0.0,
+                                attention_probs_dropout_prob=0.0),
+    generator_hidden_size=0.5, max_seq_length=32, train_batch_size=4, num_train_steps=6,
+    num_warmup_steps=2, learning_rate=1e-3, save_checkpoints_steps=2, log_every_steps=1,
+    shuffle_buffer_size=1, jit_compile=False, seed=3, deterministic=True,
+)  # fmt: skip
 # run in a fresh process per backend: loads a preset, packs TEXTS, prints its outputs as JSON
 LOAD = r"""
 import json, sys, warnings
@@ -58,6 +78,35 @@ def script(*args, env=None):
     return p
 
 
+def keras_hub_pack(tokenizer, texts, length=LENGTH):
+    """[CLS] tokens [SEP], padded: keras-hub's tokenizer, packed by hand."""
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    ids = np.zeros((len(texts), length), np.int32)
+    tokens = tokenizer(texts)
+    for row, pieces in enumerate(tokens.to_list() if hasattr(tokens, "to_list") else tokens):
+        seq = [cls] + [int(t) for t in pieces][: length - 2] + [sep]
+        ids[row, : len(seq)] = seq
+    mask = (ids != 0).astype(np.int32)
+    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": mask}
+
+
+def build_tiny_dataset(directory: str, lines: int = 600) -> str:
+    """DATA_DIR with BERT's vocab and 2 TFRecord shards (length 32) of the bundled corpus's first
+    `lines` lines, built by build_pretraining_dataset.py."""
+    os.makedirs(directory, exist_ok=True)
+    corpus = os.path.join(directory, "corpus.txt")
+    with open(os.path.join(REPO, "data", "corpus", "enwiki_sample.txt"), encoding="utf-8") as f:
+        text = f.readlines()[:lines]
+    with open(corpus, "w", encoding="utf-8") as out:
+        out.writelines(text)
+    vocab = data_layout.vocab_file(directory)
+    shutil.copyfile(data_layout.vocab_file(os.path.join(REPO, "data", "vocab")), vocab)
+    script("build_pretraining_dataset.py", f"--corpus_dir={corpus}", f"--vocab_file={vocab}",
+           f"--output_dir={data_layout.tfrecord_dir(directory)}", "--max_seq_length=32",
+           "--num_out_files=2", "--num_processes=1")  # fmt: skip
+    return directory
+
+
 def load_in(backend: str, preset: str, ids: np.ndarray) -> dict:
     p = script("-c", LOAD, preset, json.dumps(ids.tolist()), env={**ENV, "KERAS_BACKEND": backend})
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -79,11 +128,7 @@ def main() -> None:
     import keras_hub
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
-    from harness import TINY_RUN, build_tiny_dataset
-    from test_checkpoints import VOCAB
-    from test_keras_hub import BACKBONE, keras_hub_pack
 
-    from electra_tf import data_layout
     from electra_tf.checkpoint import load_model
 
     rows, warned, failed = [], [], False

@@ -109,7 +109,6 @@ def render() -> str:
 
 
 def main(argv) -> int:
-    sys.path.insert(0, REPO)
     missing = missing_help()
     if missing:
         print("error: hparams without a help text: " + ", ".join(missing), file=sys.stderr)

@@ -1,9 +1,10 @@
 """Makes small Hugging Face ELECTRA directories with `transformers`' own `save_pretrained`, and
 what `transformers` computes with them: the kind of input a user (or a held-back check) brings.
 
-Runs in the Hugging Face peer's environment (torch + transformers), never in the project's:
+Runs in the Hugging Face peer's environment (torch + transformers), never in the project's, from
+the repository root (so that `electra_tf.data_layout`, which needs nothing, imports there):
 
-    /work/venv-bench/bin/python scripts/make_hf_checkpoints.py --out DIR [--vocab VOCAB.txt]
+    /work/venv-bench/bin/python -m scripts.make_hf_checkpoints --out DIR [--vocab VOCAB.txt]
 
 Writes, for each model below, `DIR/NAME/` (config.json, model.safetensors and the tokenizer files
 of `ElectraTokenizer(VOCAB).save_pretrained`) and `DIR/NAME.npz` (input_ids, attention_mask,
@@ -27,7 +28,6 @@ biases are not 1 and 0. Models (vocab = VOCAB's size, max_position_embeddings 64
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 import torch
@@ -39,10 +39,9 @@ from transformers import (
     ElectraTokenizer,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)  # electra_tf.data_layout (no dependencies) in the peer's environment
+from electra_tf import data_layout  # no dependencies: imports in the peer's environment
 
-from electra_tf import data_layout  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SENTENCES = [
     ("The quick brown fox jumps over the lazy dog.", None),
