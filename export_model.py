@@ -130,14 +130,14 @@ def main() -> None:
     if os.path.isdir(FLAGS.export_dir) and os.listdir(FLAGS.export_dir):  # before importing TF
         raise UserError(f"{FLAGS.export_dir}: the export directory is not empty; choose a new one")
     from electra_tf import export, run_dir
-    from electra_tf.checkpoint import load_model
+    from electra_tf.checkpoint import load_model, locate
 
     export.check_export_dir(FLAGS.export_dir)
-    prefix = run_dir.resolve_checkpoint(FLAGS.checkpoint)
+    prefix = locate.resolve_checkpoint(FLAGS.checkpoint)
     if FLAGS.model_config and run_dir.foreign_dirs(prefix):
         raise UserError(f"{prefix}: --model_config does not apply (its config.json is the model's)")
-    vocab_file = FLAGS.vocab_file or run_dir.vocab_beside(prefix)
-    config_path = FLAGS.model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
+    vocab_file = FLAGS.vocab_file or locate.vocab_beside(prefix)
+    config_path = FLAGS.model_config or locate.find_beside(prefix, run_dir.CONFIG_FILES)
     if export.is_finetuning_config(config_path):
         if FLAGS.format != "saved_model":
             raise UserError(

@@ -81,10 +81,9 @@ def delta(ours: np.ndarray, theirs: np.ndarray, mask: np.ndarray) -> dict:
 
 def export(checkpoint: str, head: str, out: str, fmt: str) -> None:
     from electra_tf import export as ex
-    from electra_tf import run_dir
-    from electra_tf.checkpoint import load_model
+    from electra_tf.checkpoint import load_model, locate
 
-    vocab = run_dir.vocab_beside(checkpoint)
+    vocab = locate.vocab_beside(checkpoint)
     loaded = load_model.load_networks(checkpoint, head=head)
     if fmt == "saved_model":
         ex.export_saved_model(loaded, head, out, vocab)

@@ -1,10 +1,12 @@
 """Finding the directories of other libraries' layouts that are checkpoints here: Hugging Face
 `save_pretrained` directories (one, or a "DISC_DIR,GEN_DIR" pair) and keras-hub ElectraBackbone
-presets (`electra_tf.keras_hub.config`). `electra_tf.run_dir` (which re-exports these names) owns
-what they mean; this module only tells them apart, reading nothing but their config.json."""
+presets (`electra_tf.keras_hub.config`), and the names of their files. This module only tells
+them apart, reading nothing but their config.json; the adapters (`electra_tf.huggingface`,
+`electra_tf.keras_hub`) read what they hold, and `electra_tf.checkpoint.locate` resolves a path
+to one of them."""
 
 import os
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json
@@ -15,9 +17,26 @@ HF_WEIGHTS_FILE = "model.safetensors"
 HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # sharded weights
 HF_PICKLE_FILE = "pytorch_model.bin"  # never loaded: unpickling runs arbitrary code
 HF_TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+HF_VOCAB_FILE = "vocab.txt"
 HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of vocab.txt
 HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
 HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+
+
+def is_keras_hub_config(d: Any) -> bool:
+    """Whether a config.json's object is a keras-hub object's (and not Hugging Face's)."""
+    return (
+        isinstance(d, dict)
+        and "model_type" not in d
+        and (str(d.get("registered_name") or "").startswith("keras_hub>") or "module" in d)
+        and "class_name" in d
+    )
+
+
+def is_preset(path: str) -> bool:
+    """Whether `path` is a directory whose config.json is a keras-hub object's."""
+    config = os.path.join(path, CONFIG_FILE)
+    return os.path.isdir(path) and os.path.exists(config) and is_keras_hub_config(read_json(config))
 
 
 def _is_huggingface_dir(path: str) -> bool:
@@ -60,6 +79,4 @@ def huggingface_dirs(path: str) -> Optional[List[str]]:
 
 def foreign_dirs(path: str) -> Optional[List[str]]:
     """`huggingface_dirs`, or [path] for a keras-hub preset directory."""
-    from electra_tf.keras_hub.config import is_preset
-
     return [path] if is_preset(path) else huggingface_dirs(path)

@@ -19,7 +19,8 @@ A pretraining run's directory (`DATA_DIR/models/MODEL_NAME/`) holds
 
 and a checkpoint found anywhere else (an original google-research release, an exported
 original-layout directory) is described by a `bert_config.json` or `config.json` beside it or in
-the directory above. `read_run_config` reads any of these formats into one `RunConfig`.
+the directory above. `electra_tf.checkpoint.locate` finds the checkpoint and its config;
+`run_config` reads this project's formats into one `RunConfig`, the adapters the others.
 
 A Hugging Face directory (`save_pretrained`'s layout) is a checkpoint too: `config.json` with a
 `model_type` ("electra"), `model.safetensors` (or its sharded index), and optionally `vocab.txt`
@@ -27,13 +28,12 @@ A Hugging Face directory (`save_pretrained`'s layout) is a checkpoint too: `conf
 (`do_lower_case`) and `special_tokens_map.json`. Two of them joined by a comma,
 "DISC_DIR,GEN_DIR", are one checkpoint holding both networks (`huggingface_dirs`). So is a
 keras-hub ElectraBackbone preset (`save_to_preset`'s: `electra_tf.keras_hub.config`), an encoder;
-`foreign_dirs` finds either.
+`foreign_dirs` finds either (the names of their files are its own).
 """
 
 import dataclasses
 import json
 import os
-import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from electra_tf import data_layout
@@ -49,6 +49,7 @@ from electra_tf.foreign_dirs import (  # noqa: F401 (the Hugging Face files' nam
     HF_WEIGHTS_INDEX_FILE,
     foreign_dirs,
     huggingface_dirs,
+    is_keras_hub_config,
 )
 from electra_tf.io_utils import copy_file_atomically, read_json, write_atomically, write_json
 from electra_tf.model_config import ModelConfig
@@ -108,7 +109,8 @@ class RunConfig:
         return list(self.hparams.get("task_names") or [])
 
 
-def _kind_of(d: Dict[str, Any], path: str) -> str:
+def kind_of(d: Dict[str, Any], path: str) -> str:
+    """The kind of config a config.json's object is (one of KINDS), read off its keys."""
     kind = d.get("kind")
     if kind is not None:
         if kind not in KINDS:
@@ -116,8 +118,6 @@ def _kind_of(d: Dict[str, Any], path: str) -> str:
         return kind
     if "model_type" in d:
         return HUGGINGFACE
-    from electra_tf.keras_hub.config import is_keras_hub_config
-
     if is_keras_hub_config(d):
         return KERAS_HUB
     # files written before config.json recorded its kind: the only place that tells them apart
@@ -127,31 +127,15 @@ def _kind_of(d: Dict[str, Any], path: str) -> str:
     return MODEL
 
 
-def read_run_config(path: str) -> RunConfig:
-    """Reads a run's config.json (pretraining or fine-tuning) or a BERT JSON model config."""
-    d = read_json(path)
-    if not isinstance(d, dict):
-        raise UserError(f"{path}: not a JSON object")
-    kind = _kind_of(d, path)
+def run_config(d: Dict[str, Any], path: str) -> RunConfig:
+    """What a config.json of this project's (a run's, pretraining or fine-tuning) or a BERT JSON
+    model config describes (`d`: its object, read from `path`). Other libraries' config.json are
+    read by their adapters (`electra_tf.checkpoint.locate.read_run_config` reads any)."""
+    kind = kind_of(d, path)
+    if kind in (HUGGINGFACE, KERAS_HUB):
+        raise UserError(f"{path}: a {kind} config.json, not a run's")
     if kind == MODEL:
         return RunConfig(path, MODEL, ModelConfig.from_dict(d, source=path))
-    if kind == HUGGINGFACE:
-        from electra_tf.huggingface.config import model_config_from_hf
-        from electra_tf.huggingface.tokenizer import do_lower_case
-
-        model_config = model_config_from_hf(d, path)
-        directory = os.path.dirname(path)
-        lower = do_lower_case(
-            os.path.join(directory, HF_TOKENIZER_CONFIG_FILE),
-            os.path.join(directory, HF_TOKENIZER_FILE),
-        )
-        hparams = {} if lower is None else {"do_lower_case": lower}
-        return RunConfig(path, HUGGINGFACE, model_config, None, hparams, {"huggingface": d})
-    if kind == KERAS_HUB:
-        from electra_tf.keras_hub.config import run_config_parts
-
-        model_config, hparams = run_config_parts(d, path)
-        return RunConfig(path, KERAS_HUB, model_config, None, hparams, {KERAS_HUB: d})
     if not isinstance(d.get("model_config"), dict):
         raise UserError(f"{path}: a {kind} config.json without its model_config")
     gen = d.get("generator_config")
@@ -163,6 +147,13 @@ def read_run_config(path: str) -> RunConfig:
         {k: v for k, v in d.items() if k not in _RUN_KEYS},
         {k: d[k] for k in ("num_replicas", "flops_per_step") if k in d},
     )
+
+
+def read_json_object(path: str) -> Dict[str, Any]:
+    d = read_json(path)
+    if not isinstance(d, dict):
+        raise UserError(f"{path}: not a JSON object")
+    return d
 
 
 def write_run_config(
@@ -183,73 +174,6 @@ def write_run_config(
     if kind == PRETRAINING or generator_config is not None:
         d["generator_config"] = generator_config.to_dict() if generator_config else None
     write_json(path, d)
-
-
-# -- checkpoints --------------------------------------------------------------------------------
-
-
-def find_checkpoint(path: str) -> Optional[str]:
-    """A checkpoint prefix from a prefix or a directory (its latest complete checkpoint: the
-    state file's, else the highest-numbered; incomplete ones are skipped with a warning), or
-    None. A Hugging Face directory (or pair) or a keras-hub preset (`foreign_dirs`) is returned
-    as it is."""
-    import tensorflow as tf
-
-    from electra_tf.checkpoint import files as checkpoint_files
-
-    if os.path.isdir(path):
-        found = checkpoint_files.newest_complete(path, lambda m: print(m, file=sys.stderr))
-        return found or (path if foreign_dirs(path) else None)
-    if tf.io.gfile.exists(path + ".index"):
-        why = checkpoint_files.checkpoint_problem(path)
-        if why is not None:
-            raise UserError(f"{path}: not a complete checkpoint: {why}")
-        return path
-    return path if "," in path and huggingface_dirs(path) else None
-
-
-def resolve_checkpoint(path: str) -> str:
-    """`find_checkpoint`, or a UserError saying what is missing."""
-    prefix = find_checkpoint(path)
-    if prefix is not None:
-        return prefix
-    if os.path.isdir(path):
-        raise UserError(f"{path}: the directory holds no checkpoint (no *.index file)")
-    raise UserError(f"{path}: no such checkpoint (neither a directory nor {path}.index)")
-
-
-def find_beside(path: str, names: Sequence[str]) -> Optional[str]:
-    """The first of `names` in the directory of a checkpoint prefix (or in `path` itself when it
-    is a directory; in the first of a pair of Hugging Face directories), else in the directory
-    above it."""
-    if "," in path and huggingface_dirs(path):
-        path = huggingface_dirs(path)[0]
-    path = os.path.abspath(path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
-    for d in (directory, os.path.dirname(directory)):
-        for name in names:
-            candidate = os.path.join(d, name)
-            if os.path.exists(candidate):
-                return candidate
-    return None
-
-
-def vocab_beside(path: str) -> Optional[str]:
-    """The vocab.txt beside a checkpoint (`find_beside`); a Hugging Face directory's own
-    vocab.txt, else the WordPiece vocab of its tokenizer.json (written to a temporary file),
-    comes first; a keras-hub preset's is its assets/tokenizer/vocabulary.txt."""
-    from electra_tf.keras_hub.config import is_preset, vocab_path
-
-    if is_preset(path):
-        return vocab_path(path)
-    dirs = huggingface_dirs(path)
-    if dirs:
-        from electra_tf.huggingface.tokenizer import vocab_file
-
-        found = vocab_file(dirs[0], VOCAB_FILE, HF_TOKENIZER_FILE)
-        if found is not None:
-            return found
-    return find_beside(path, (VOCAB_FILE,))
 
 
 def model_dir(data_dir: str, model_name: str) -> str:
@@ -347,7 +271,7 @@ class RunDirectory:
         return os.path.exists(self.config_path)
 
     def read_config(self) -> RunConfig:
-        return read_run_config(self.config_path)
+        return run_config(read_json_object(self.config_path), self.config_path)
 
     def write_config(self, kind: str, hparams, model_config, generator_config=None, **extra):
         write_run_config(self.config_path, kind, hparams, model_config, generator_config, **extra)
@@ -357,10 +281,7 @@ class RunDirectory:
         if overwrite or not os.path.exists(self.vocab_path):
             copy_file_atomically(vocab_file, self.vocab_path)
 
-    # -- checkpoints and results
-    def latest_checkpoint(self) -> Optional[str]:
-        return find_checkpoint(self.path) if self.exists() else None
-
+    # -- results
     def write_eval_results(self, metrics: Dict[str, Any]) -> None:
         write_json(self.eval_results_path, metrics)
 

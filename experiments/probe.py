@@ -21,6 +21,7 @@ from absl import app, flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+from electra_tf.checkpoint import locate  # noqa: E402
 from electra_tf.errors import UserError, run_main  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -113,17 +114,17 @@ def load_encoder(checkpoint: str, random_init: bool):
 
     # the same look-up as fine-tuning's init_checkpoint: a run dir or prefix of this project, a
     # Hugging Face directory or a keras-hub preset, with the config.json and vocab beside it
-    prefix = run_dir.resolve_checkpoint(checkpoint)
-    found = run_dir.find_beside(prefix, (run_dir.CONFIG_FILE,))
+    prefix = locate.resolve_checkpoint(checkpoint)
+    found = locate.find_beside(prefix, (run_dir.CONFIG_FILE,))
     if found is None:
         raise UserError(f"{checkpoint}: no {run_dir.CONFIG_FILE} beside the checkpoint")
-    config = run_dir.read_run_config(found)
+    config = locate.read_run_config(found)
     encoder = TransformerEncoder(config.model_config, name="electra")
     ids = tf.zeros([1, 8], tf.int32)
     encoder(ids, ids + 1, ids)
     if not random_init:
         restore.restore_discriminator(encoder, prefix)
-    vocab_file = run_dir.vocab_beside(prefix) or config.hparams.get("vocab_file")
+    vocab_file = locate.vocab_beside(prefix) or config.hparams.get("vocab_file")
     if not vocab_file:
         raise UserError(f"{checkpoint}: no vocab beside the checkpoint, none in its config")
     return encoder, FullTokenizer(vocab_file), prefix

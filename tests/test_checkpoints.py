@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_dir
-from electra_tf.checkpoint import load_model, restore
+from electra_tf.checkpoint import load_model, locate, restore
 from electra_tf.errors import UserError
 from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.encoder import TransformerEncoder
@@ -178,7 +178,7 @@ def test_fake_original_loads_every_variable_by_name(original):
 def test_restore_discriminator_from_original_skips_the_generator(original):
     prefix, values, config = original
     # built by a first call, as fine-tuning's build_model does
-    enc = TransformerEncoder(run_dir.read_run_config(config).model_config, name="electra")
+    enc = TransformerEncoder(locate.read_run_config(config).model_config, name="electra")
     enc(tf.zeros([1, 4], tf.int32), tf.ones([1, 4], tf.int32), tf.zeros([1, 4], tf.int32))
     assert restore.restore_discriminator(enc, os.path.dirname(prefix)) == prefix
     for w in enc.weights:
@@ -194,7 +194,7 @@ def test_missing_names_fail_loudly_with_the_list(tmp_path):
     del names["electra/embeddings/LayerNorm/gamma"]
     prefix = str(tmp_path / "ckpt")
     write_fake_original(prefix, names)
-    config = run_dir.read_run_config(bert_config(str(tmp_path / "c.json"))).model_config
+    config = locate.read_run_config(bert_config(str(tmp_path / "c.json"))).model_config
     enc = TransformerEncoder(config, name="electra")
     enc.build()
     with pytest.raises(UserError) as e:
@@ -230,9 +230,9 @@ def test_wrong_vocab_size_is_named(original, tmp_path):
 def test_directory_without_checkpoint(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(UserError, match="holds no checkpoint"):
-        run_dir.resolve_checkpoint(str(tmp_path))
+        locate.resolve_checkpoint(str(tmp_path))
     with pytest.raises(UserError, match="no such checkpoint"):
-        run_dir.resolve_checkpoint(str(tmp_path / "ckpt-3"))
+        locate.resolve_checkpoint(str(tmp_path / "ckpt-3"))
 
 
 def test_object_based_checkpoint_restores_and_warm_starts(tmp_path):
@@ -240,7 +240,7 @@ def test_object_based_checkpoint_restores_and_warm_starts(tmp_path):
     assert restore.is_object_based(prefix)
     want = {w.path: w.numpy() for w in model.weights}
     # the discriminator alone (fine-tuning's path), from the run directory
-    config = run_dir.read_run_config(str(tmp_path / "run" / "config.json")).model_config
+    config = locate.read_run_config(str(tmp_path / "run" / "config.json")).model_config
     enc = TransformerEncoder(config, name="electra")
     enc.build()
     assert restore.restore_discriminator(enc, str(tmp_path / "run")) == prefix

@@ -28,7 +28,7 @@ from test_finetune_run import DATA, ROOT, dummy_batch, save_name_based, tiny_con
 
 from electra_tf import errors, hparams, pretraining_data, run_dir, vocab
 from electra_tf.checkpoint import files as checkpoint_files
-from electra_tf.checkpoint import restore
+from electra_tf.checkpoint import locate, restore
 from electra_tf.checkpoint.manager import CheckpointKeeper
 from electra_tf.errors import UserError
 from electra_tf.finetune import trials
@@ -188,7 +188,7 @@ def test_a_broken_newest_checkpoint_is_skipped_for_the_newest_complete_one(tmp_p
     # what export, evaluation and fine-tuning read skips it too (the cheap checks find it, except
     # a flipped byte, which only reading finds)
     if how != "flipped data byte":
-        assert run_dir.find_checkpoint(directory) == os.path.join(directory, "ckpt-4")
+        assert locate.find_checkpoint(directory) == os.path.join(directory, "ckpt-4")
 
 
 def test_the_loops_checkpoint_keeper_untracks_only_its_own_broken_checkpoints(tmp_path):
@@ -221,7 +221,7 @@ def test_all_checkpoints_broken_is_an_error_not_a_fresh_start(tmp_path):
     with pytest.raises(UserError, match=r"none of its 3 checkpoints is complete"):
         checkpoint_files.restore_newest(directory, manager.checkpoints, ckpt.restore, print)
     with pytest.raises(UserError, match=r"ckpt-4: not a complete checkpoint: its data files"):
-        run_dir.find_checkpoint(os.path.join(directory, "ckpt-4"))
+        locate.find_checkpoint(os.path.join(directory, "ckpt-4"))
 
 
 @pytest.mark.slow
@@ -525,7 +525,7 @@ def test_a_checkpoint_save_on_a_full_disk_is_one_line_and_keeps_the_last_one(dat
             "ckpt-2.index",
         ]  # the failed save's partial files are gone, the last one is whole
         assert len(_load_all(os.path.join(model_dir, "ckpt-2"))) > 30
-        assert run_dir.find_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
+        assert locate.find_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
 
 
 @pytest.mark.slow

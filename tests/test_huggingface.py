@@ -26,7 +26,7 @@ from test_checkpoints import (
 )
 
 from electra_tf import export, run_dir
-from electra_tf.checkpoint import load_model, restore
+from electra_tf.checkpoint import load_model, locate, restore
 from electra_tf.finetune import pretrained
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.config import FinetuningConfig
@@ -388,7 +388,7 @@ def test_a_directory_without_tokenizer_exports_the_ids_signature_only(hf, tmp_pa
     _, model, _, _ = hf
     config = hf_config("ElectraForPreTraining", H, 2, I)
     d = write_hf(str(tmp_path / "d"), hf_discriminator(values(model)), config, vocab=False)
-    assert run_dir.vocab_beside(d) is None
+    assert locate.vocab_beside(d) is None
     loaded = load_model.load_networks(d, head="discriminator")
     out = str(tmp_path / "sm")
     export.export_saved_model(loaded, "discriminator", out, None)

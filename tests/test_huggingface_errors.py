@@ -12,7 +12,7 @@ from test_checkpoints import HG, IG, H, I, V, write_run
 from test_huggingface import hf_config, hf_discriminator, hf_generator, values, write_hf
 
 from electra_tf import run_dir
-from electra_tf.checkpoint import load_model
+from electra_tf.checkpoint import load_model, locate
 from electra_tf.errors import UserError
 
 
@@ -34,7 +34,7 @@ def test_pytorch_model_bin_is_never_loaded(tmp_path):
     (d / "config.json").write_text(json.dumps(hf_config("ElectraForPreTraining", H, 2, I)))
     (d / "pytorch_model.bin").write_bytes(b"\x80\x02not really a pickle")
     with pytest.raises(UserError, match="pytorch_model.bin, a pickle.*save it as safetensors"):
-        run_dir.find_checkpoint(str(d))
+        locate.find_checkpoint(str(d))
     with pytest.raises(UserError, match="pytorch_model.bin"):
         load_model.load_networks(str(d))
 
@@ -114,7 +114,7 @@ def test_pairs_are_a_discriminator_and_a_generator_that_agree(tensors, tmp_path)
     with pytest.raises(UserError, match=f"vocab_size {V + 1} differs from the discriminator's"):
         load_model.load_networks(f"{d},{other}")
     with pytest.raises(UserError, match="a comma joins exactly two Hugging Face directories"):
-        run_dir.find_checkpoint(f"{d},{tmp_path}")
+        locate.find_checkpoint(f"{d},{tmp_path}")
 
 
 def test_vocab_from_tokenizer_json_when_there_is_no_vocab_txt(tensors, tmp_path):
@@ -128,9 +128,9 @@ def test_vocab_from_tokenizer_json_when_there_is_no_vocab_txt(tensors, tmp_path)
     }
     with open(os.path.join(d, "tokenizer.json"), "w") as f:
         json.dump(tokenizer, f)
-    found = run_dir.vocab_beside(d)
+    found = locate.vocab_beside(d)
     assert open(found).read().split("\n")[:-1] == tokens
-    assert run_dir.read_run_config(os.path.join(d, "config.json")).do_lower_case is False
+    assert locate.read_run_config(os.path.join(d, "config.json")).do_lower_case is False
 
 
 @pytest.mark.slow

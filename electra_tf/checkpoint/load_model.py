@@ -20,8 +20,11 @@ from typing import Dict, Optional, Tuple
 import tensorflow as tf
 
 from electra_tf import run_dir, vocab
-from electra_tf.checkpoint import restore
+from electra_tf.checkpoint import locate, restore
 from electra_tf.errors import UserError
+from electra_tf.foreign_dirs import foreign_dirs
+from electra_tf.huggingface import checkpoint as hf
+from electra_tf.huggingface.names import DISCRIMINATOR, GENERATOR
 from electra_tf.model_config import ModelConfig
 from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.pretrainer import UNIFORM, UNIGRAM, ElectraPretrainer
@@ -166,12 +169,9 @@ EXPORT_OVERRIDES = dict(precision="float32", distribution="one_device")
 def _load_huggingface(
     prefix: str, head: Optional[str], special_ids: Dict[str, int], overrides: Dict
 ) -> Loaded:
-    from electra_tf.huggingface import checkpoint as hf
-    from electra_tf.huggingface.names import DISCRIMINATOR, GENERATOR
-
     models = hf.read_source(prefix)
     first, gen = models[0], (models[1] if len(models) == 2 else None)
-    config = run_dir.read_run_config(first.config_path)
+    config = locate.read_run_config(first.config_path)
     if config.kind == run_dir.KERAS_HUB and head in ("discriminator", "generator"):
         raise UserError(
             f"{prefix}: a keras-hub ElectraBackbone preset is the encoder alone (no "
@@ -217,15 +217,15 @@ def load_networks(
     `data_dir` and `overrides` (flat pretraining hparams, e.g. max_seq_length) go to the
     `PretrainingConfig` that builds it; `special_ids` (default BERT uncased's) matter only to
     masking."""
-    prefix = run_dir.resolve_checkpoint(checkpoint)
+    prefix = locate.resolve_checkpoint(checkpoint)
     special_ids = dict(special_ids or vocab.BERT_UNCASED_SPECIAL_IDS)
-    if run_dir.foreign_dirs(prefix):  # Hugging Face directories, a keras-hub preset
+    if foreign_dirs(prefix):  # Hugging Face directories, a keras-hub preset
         overrides = {**EXPORT_OVERRIDES, **overrides, "data_dir": data_dir}
         return _load_huggingface(prefix, head, special_ids, overrides)
-    config_path = model_config or run_dir.find_beside(prefix, run_dir.CONFIG_FILES)
+    config_path = model_config or locate.find_beside(prefix, run_dir.CONFIG_FILES)
     if config_path is None:
         raise UserError(f"{prefix}: no config.json beside the checkpoint; pass --model_config")
-    config = run_dir.read_run_config(config_path)
+    config = locate.read_run_config(config_path)
     object_based = restore.is_object_based(prefix)
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
@@ -306,7 +306,7 @@ def load_run(config: PretrainingConfig) -> LoadedRun:
         config.model.vocab_size or len(tokens),
         vocab.special_token_ids(tokens, vocab_file),
     )
-    latest = run.latest_checkpoint()
+    latest = locate.latest_checkpoint(run)
     if latest is None:
         raise UserError(f"no checkpoint in {run.path}")
     status = tf.train.Checkpoint(model=model).restore(latest)

@@ -7,7 +7,7 @@ transposed: kernels are [in, out] in both). This project's own checkpoints are o
 (`tf.train.Checkpoint(model=pretrainer, optimizer=..., step=...)`); they are read by walking the
 checkpoint's object graph alongside the model's, attribute by attribute.
 
-A Hugging Face directory (or a "DISC_DIR,GEN_DIR" pair, `run_dir.huggingface_dirs`) is read as
+A Hugging Face directory (or a "DISC_DIR,GEN_DIR" pair, `foreign_dirs.huggingface_dirs`) is read as
 a name-based checkpoint: `electra_tf.huggingface.checkpoint` translates its tensors to the
 original's names and layouts, and the name-based restore does the rest; so is a keras-hub
 ElectraBackbone preset (`electra_tf.keras_hub.preset`, an encoder).
@@ -25,8 +25,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from electra_tf import run_dir
+from electra_tf.checkpoint import locate
 from electra_tf.errors import UserError, listing, tf_message
+from electra_tf.foreign_dirs import foreign_dirs
+from electra_tf.huggingface.checkpoint import encoder_reader, pretrainer_reader
+from electra_tf.huggingface.names import UNTIED_OUTPUT
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Entries of original checkpoints that no network of this project holds.
@@ -234,7 +237,7 @@ def restore_discriminator(encoder, path: str) -> str:
     """Loads the discriminator encoder (every variable, or an error) from a checkpoint of this
     project (pretraining or fine-tuning), an original TF1 one or a Hugging Face directory (the
     encoder of any of its architectures; a pair's discriminator); returns the prefix used."""
-    prefix = run_dir.resolve_checkpoint(path)
+    prefix = locate.resolve_checkpoint(path)
     try:
         _restore_discriminator(encoder, prefix)
     except tf.errors.OpError as e:  # a flipped byte, a file cut short: TensorFlow's checksums
@@ -251,9 +254,7 @@ def damaged_checkpoint(prefix: str, e: Exception) -> UserError:
 
 
 def _restore_discriminator(encoder, prefix: str) -> None:
-    if run_dir.foreign_dirs(prefix):
-        from electra_tf.huggingface.checkpoint import encoder_reader
-
+    if foreign_dirs(prefix):
         reader = encoder_reader(prefix)
         restore_by_name(encoder.weights, prefix, what="discriminator encoder", reader=reader)
     elif is_object_based(prefix):
@@ -268,7 +269,7 @@ def warm_start(model, path: str) -> Tuple[int, List[str]]:
     ours, an original one or Hugging Face directories (a discriminator's, a generator's, or
     "DISC_DIR,GEN_DIR" for both networks); returns (count restored, paths not restored). Shape
     mismatches raise."""
-    prefix = run_dir.resolve_checkpoint(path)
+    prefix = locate.resolve_checkpoint(path)
     try:
         return _warm_start(model, prefix)
     except tf.errors.OpError as e:
@@ -276,10 +277,7 @@ def warm_start(model, path: str) -> Tuple[int, List[str]]:
 
 
 def _warm_start(model, prefix: str) -> Tuple[int, List[str]]:
-    if run_dir.foreign_dirs(prefix):
-        from electra_tf.huggingface.checkpoint import pretrainer_reader
-        from electra_tf.huggingface.names import UNTIED_OUTPUT
-
+    if foreign_dirs(prefix):
         separate = model.generator is not None and model.generator is not model.discriminator
         tied = separate and model.generator.embeddings is model.discriminator.embeddings
         reader = pretrainer_reader(prefix, separate, tied)

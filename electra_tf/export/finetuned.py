@@ -11,6 +11,7 @@ from typing import Optional
 import tensorflow as tf
 
 from electra_tf import run_dir, vocab
+from electra_tf.checkpoint import locate
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir, check_vocab, write_extra
 from electra_tf.finetune.config import FinetuningConfig
@@ -27,7 +28,7 @@ def is_finetuning_config(path: Optional[str]) -> bool:
     """True for the config.json that fine-tuning writes beside a kept model."""
     if path is None or not os.path.exists(path):
         return False
-    return run_dir.read_run_config(path).kind == run_dir.FINETUNING
+    return locate.read_run_config(path).kind == run_dir.FINETUNING
 
 
 @dataclasses.dataclass
@@ -49,11 +50,11 @@ def load_finetuned(
     """Rebuilds a fine-tuned model as `run_finetuning.py` does (encoder + one head per task from
     the run's config.json) and restores it from a kept checkpoint. Tagging tasks read their label
     list from their data files (under `data_dir`, default the run's)."""
-    prefix = run_dir.resolve_checkpoint(checkpoint)
-    config_path = model_config or run_dir.find_beside(prefix, (run_dir.CONFIG_FILE,))
+    prefix = locate.resolve_checkpoint(checkpoint)
+    config_path = model_config or locate.find_beside(prefix, (run_dir.CONFIG_FILE,))
     if not is_finetuning_config(config_path):
         raise UserError(f"{config_path or prefix}: not a fine-tuning config.json (no task_names)")
-    recorded = run_dir.read_run_config(config_path)
+    recorded = locate.read_run_config(config_path)
     hparams = {k: v for k, v in recorded.hparams.items() if k not in ("model_name", "data_dir")}
     hparams["vocab_file"] = vocab_file
     try:  # every key is recorded: none counts as the user's (no compat warnings)

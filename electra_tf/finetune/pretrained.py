@@ -13,7 +13,7 @@ import os
 from typing import Any, Optional
 
 from electra_tf import run_dir, vocab
-from electra_tf.checkpoint import restore
+from electra_tf.checkpoint import locate, restore
 from electra_tf.errors import UserError
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.model import FinetuningModel
@@ -28,7 +28,7 @@ def resolve_vocab_file(config: FinetuningConfig) -> str:
     else:
         candidates = [config.run.vocab_path, os.path.join(config.data_dir, run_dir.VOCAB_FILE)]
         if config.paths.init_checkpoint and run_dir.foreign_dirs(config.init_checkpoint):
-            beside = run_dir.vocab_beside(config.init_checkpoint)
+            beside = locate.vocab_beside(config.init_checkpoint)
             candidates = ([beside] if beside else []) + candidates
     for path in candidates:
         if os.path.exists(path):
@@ -38,7 +38,7 @@ def resolve_vocab_file(config: FinetuningConfig) -> str:
 
 def find_init_checkpoint(config: FinetuningConfig) -> Optional[str]:
     """The checkpoint prefix to start from (None with random_init, or where there is none)."""
-    return None if config.random_init else run_dir.find_checkpoint(config.init_checkpoint)
+    return None if config.random_init else locate.find_checkpoint(config.init_checkpoint)
 
 
 def load_model_config(config: FinetuningConfig, checkpoint: Optional[str]) -> ModelConfig:
@@ -50,9 +50,9 @@ def load_model_config(config: FinetuningConfig, checkpoint: Optional[str]) -> Mo
         # random_init reads the architecture beside the checkpoint it does not load
         ref = checkpoint or (config.init_checkpoint if config.random_init else None)
         where = ref or config.pretrained_model_dir
-    found = run_dir.find_beside(where, (run_dir.CONFIG_FILE,))
+    found = locate.find_beside(where, (run_dir.CONFIG_FILE,))
     if found is not None:
-        return run_dir.read_run_config(found).model_config
+        return locate.read_run_config(found).model_config
     shown = where if os.path.isdir(where) or where == config.pretrained_model_dir else None
     shown = shown or os.path.dirname(where)
     log(f"no config.json beside {shown}: using the {config.model_size} preset")
@@ -84,8 +84,8 @@ def pretrained_model_size(
 
 def _pretrained_config(data_dir: str, model_name: str, init_checkpoint: Optional[str]):
     where = init_checkpoint or run_dir.model_dir(data_dir, model_name)
-    found = run_dir.find_beside(where, (run_dir.CONFIG_FILE,))
-    return None if found is None else run_dir.read_run_config(found)
+    found = locate.find_beside(where, (run_dir.CONFIG_FILE,))
+    return None if found is None else locate.read_run_config(found)
 
 
 def with_pretrained_size(data_dir: str, model_name: str, hparams: dict[str, Any]) -> dict[str, Any]:

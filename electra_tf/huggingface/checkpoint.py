@@ -1,6 +1,6 @@
 """Reading Hugging Face ELECTRA directories as name-based checkpoints under the original's names.
 
-A directory (`electra_tf.run_dir.huggingface_dirs` finds them) holds one of
+A directory (`electra_tf.foreign_dirs.huggingface_dirs` finds them) holds one of
 `ElectraForPreTraining` (the discriminator and its head), `ElectraForMaskedLM` (a generator and
 its head) or `ElectraModel` (an encoder), told apart by the head tensors it has. Its tensors are
 checked against the network its config.json describes (every missing, unexpected or misshapen
@@ -16,11 +16,12 @@ from typing import Dict, List
 
 import numpy as np
 
-from electra_tf import run_dir
+from electra_tf import foreign_dirs as fd
 from electra_tf.errors import UserError, weight_problems
 from electra_tf.huggingface import names
-from electra_tf.huggingface.config import tie_word_embeddings
+from electra_tf.huggingface.config import read_run_config, tie_word_embeddings
 from electra_tf.io_utils import read_json
+from electra_tf.keras_hub.preset import read_preset
 from electra_tf.model_config import ModelConfig
 
 
@@ -50,7 +51,7 @@ class HFModel:
 
     @property
     def config_path(self) -> str:
-        return os.path.join(self.path, run_dir.CONFIG_FILE)
+        return os.path.join(self.path, fd.CONFIG_FILE)
 
     def check_generator_head(self) -> None:
         """transformers' generator head applies the exact GELU whatever `hidden_act` says; this
@@ -66,11 +67,11 @@ class HFModel:
 def _load_tensors(directory: str) -> Dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
-    single = os.path.join(directory, run_dir.HF_WEIGHTS_FILE)
+    single = os.path.join(directory, fd.HF_WEIGHTS_FILE)
     if os.path.exists(single):
         files = [single]
     else:
-        index = os.path.join(directory, run_dir.HF_WEIGHTS_INDEX_FILE)
+        index = os.path.join(directory, fd.HF_WEIGHTS_INDEX_FILE)
         weight_map = read_json(index).get("weight_map")
         if not isinstance(weight_map, dict):
             raise UserError(f"{index}: no weight_map")
@@ -132,10 +133,10 @@ def _expected_shape(name: str, shapes: Dict[str, list]) -> list:
 
 def read_model(directory: str) -> HFModel:
     """Reads and checks one Hugging Face directory (see the module docstring)."""
-    run = run_dir.read_run_config(os.path.join(directory, run_dir.CONFIG_FILE))
+    run = read_run_config(directory)
     config, hf = run.model_config, run.extra["huggingface"]
     tensors = _load_tensors(directory)
-    weights = os.path.join(directory, run_dir.HF_WEIGHTS_FILE)
+    weights = os.path.join(directory, fd.HF_WEIGHTS_FILE)
     has_disc = any(n.startswith("discriminator_predictions.") for n in tensors)
     has_gen = any(n.startswith(("generator_predictions.", "generator_lm_head.")) for n in tensors)
     if has_disc and has_gen:
@@ -182,14 +183,10 @@ def read_model(directory: str) -> HFModel:
 def read_source(path: str) -> List[HFModel]:
     """The models of one directory or of a "DISC_DIR,GEN_DIR" pair (checked to fit together);
     a keras-hub preset is read as an `ElectraModel` (`electra_tf.keras_hub.preset`)."""
-    from electra_tf.keras_hub.config import is_preset
-
-    if is_preset(path):
-        from electra_tf.keras_hub.preset import read_preset
-
+    if fd.is_preset(path):
         config, d, network = read_preset(path)
         return [HFModel(path, names.ENCODER, config, d, True, network, {})]
-    dirs = run_dir.huggingface_dirs(path)
+    dirs = fd.huggingface_dirs(path)
     if dirs is None:
         raise UserError(f"{path}: not a Hugging Face directory (no config.json with model_type)")
     models = [read_model(d) for d in dirs]
@@ -207,7 +204,7 @@ def read_source(path: str) -> List[HFModel]:
                     f"{gen.config_path}: {key} {getattr(gen.config, key)} differs from the "
                     f"discriminator's {getattr(disc.config, key)} ({disc.config_path})"
                 )
-        vocabs = [os.path.join(m.path, run_dir.VOCAB_FILE) for m in models]
+        vocabs = [os.path.join(m.path, fd.HF_VOCAB_FILE) for m in models]
         if all(os.path.exists(v) for v in vocabs):
             if open(vocabs[0], "rb").read() != open(vocabs[1], "rb").read():
                 raise UserError(f"{vocabs[1]} differs from {vocabs[0]}")
@@ -240,11 +237,9 @@ class TensorReader:
     """`tf.train.load_checkpoint`'s reader interface over arrays under the original's names."""
 
     def __init__(self, tensors: Dict[str, np.ndarray], source: str):
-        from electra_tf.keras_hub.config import is_preset
-
         self.tensors = tensors
         self.source = source
-        self.format = "keras_hub" if is_preset(source) else "huggingface"  # what reports say
+        self.format = "keras_hub" if fd.is_preset(source) else "huggingface"  # what reports say
 
     def get_variable_to_shape_map(self) -> Dict[str, list]:
         return {k: list(v.shape) for k, v in self.tensors.items()}

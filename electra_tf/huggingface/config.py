@@ -11,9 +11,14 @@ and a `hidden_act` with no exact counterpart. Activations, checked numerically (
 ("gelu_approximate" here, 9.5e-7; 4.7e-4 from the exact one, so not interchangeable); "relu".
 """
 
+import os
 from typing import Any, Dict, Optional
 
+from electra_tf import run_dir
 from electra_tf.errors import UserError
+from electra_tf.foreign_dirs import CONFIG_FILE, HF_TOKENIZER_CONFIG_FILE, HF_TOKENIZER_FILE
+from electra_tf.huggingface.tokenizer import do_lower_case
+from electra_tf.io_utils import read_json
 from electra_tf.model_config import SHAPE_KEYS, ModelConfig
 
 MODEL_TYPE = "electra"
@@ -95,6 +100,27 @@ def model_config_from_hf(d: Dict[str, Any], path: str) -> ModelConfig:
             f"num_attention_heads {args['num_attention_heads']}"
         )
     return ModelConfig(**args)
+
+
+def run_config(d: Dict[str, Any], path: str) -> run_dir.RunConfig:
+    """What a Hugging Face config.json (object `d`, read from `path`) describes: its model
+    config, `do_lower_case` where its tokenizer files say, and the config.json itself under
+    "huggingface"."""
+    model_config = model_config_from_hf(d, path)
+    directory = os.path.dirname(path)
+    lower = do_lower_case(
+        os.path.join(directory, HF_TOKENIZER_CONFIG_FILE),
+        os.path.join(directory, HF_TOKENIZER_FILE),
+    )
+    hparams = {} if lower is None else {"do_lower_case": lower}
+    extra = {"huggingface": d}
+    return run_dir.RunConfig(path, run_dir.HUGGINGFACE, model_config, None, hparams, extra)
+
+
+def read_run_config(directory: str) -> run_dir.RunConfig:
+    """`run_config` of the Hugging Face directory `directory`."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return run_config(read_json(path), path)
 
 
 def tie_word_embeddings(d: Dict[str, Any], path: str) -> bool:

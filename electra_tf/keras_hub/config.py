@@ -23,11 +23,12 @@ import os
 import sys
 from typing import Any, Dict, Tuple
 
+from electra_tf import run_dir
 from electra_tf.errors import UserError
+from electra_tf.foreign_dirs import CONFIG_FILE, is_keras_hub_config, is_preset  # noqa: F401
 from electra_tf.io_utils import read_json
 from electra_tf.model_config import ModelConfig
 
-CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_FILE = "tokenizer.json"
@@ -37,6 +38,7 @@ TOKENIZER = "ElectraTokenizer"
 BACKBONE_MODULE = "keras_hub.src.models.electra.electra_backbone"
 TOKENIZER_MODULE = "keras_hub.src.models.electra.electra_tokenizer"
 LAYOUT_VERSION = "0.32.0"  # the keras-hub version whose save_to_preset layout this is
+KIND = run_dir.KERAS_HUB  # the RunConfig kind of a preset (its config.json under `extra`)
 HIDDEN_ACT = "gelu_approximate"
 INITIALIZER_RANGE = 0.02
 # backbone config key -> ModelConfig field
@@ -58,21 +60,6 @@ def warn_once(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
         print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
-def is_keras_hub_config(d: Any) -> bool:
-    return (
-        isinstance(d, dict)
-        and "model_type" not in d
-        and (str(d.get("registered_name") or "").startswith("keras_hub>") or "module" in d)
-        and "class_name" in d
-    )
-
-
-def is_preset(path: str) -> bool:
-    """Whether `path` is a directory whose config.json is a keras-hub object's."""
-    config = os.path.join(path, CONFIG_FILE)
-    return os.path.isdir(path) and os.path.exists(config) and is_keras_hub_config(read_json(config))
 
 
 def _class_of(d: Dict[str, Any]) -> str:
@@ -133,7 +120,21 @@ def tokenizer_config(directory: str) -> Dict[str, Any]:
     return c
 
 
-def run_config_parts(d: Dict[str, Any], path: str) -> Tuple[ModelConfig, Dict[str, Any]]:
+def run_config(d: Dict[str, Any], path: str) -> run_dir.RunConfig:
+    """What a preset's config.json (object `d`, read from `path`) describes: its encoder's
+    config, `do_lower_case` from its tokenizer, and the config.json itself under "keras_hub"."""
+    model_config, hparams = _run_config_parts(d, path)
+    extra = {KIND: d}
+    return run_dir.RunConfig(path, run_dir.KERAS_HUB, model_config, None, hparams, extra)
+
+
+def read_run_config(directory: str) -> run_dir.RunConfig:
+    """`run_config` of the preset in `directory`."""
+    path = os.path.join(directory, CONFIG_FILE)
+    return run_config(read_json(path), path)
+
+
+def _run_config_parts(d: Dict[str, Any], path: str) -> Tuple[ModelConfig, Dict[str, Any]]:
     """(model config, hparams with `do_lower_case`) of a preset's config.json at `path`."""
     config = model_config_from_backbone(d, path)
     directory = os.path.dirname(path)

@@ -14,7 +14,6 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from electra_tf import run_dir
 from electra_tf.errors import UserError, weight_problems
 from electra_tf.keras_hub import config as kh
 from electra_tf.keras_hub import names
@@ -67,8 +66,8 @@ def read_h5(path: str) -> Dict[Location, Tuple[str, np.ndarray]]:
 def read_preset(directory: str) -> Tuple[ModelConfig, dict, Dict[str, np.ndarray]]:
     """(encoder config, config.json, the encoder's weights under relative original names) of a
     preset; see the module docstring."""
-    config_path = os.path.join(directory, kh.CONFIG_FILE)
-    run = run_dir.read_run_config(config_path)
+    run = kh.read_run_config(directory)
+    d = run.extra[kh.KIND]
     config = run.model_config
     weights = os.path.join(directory, kh.WEIGHTS_FILE)
     if not os.path.exists(weights):
@@ -100,4 +99,4 @@ def read_preset(directory: str) -> Tuple[ModelConfig, dict, Dict[str, np.ndarray
         original: names.to_original(k, found[names.location(k)][1], config.hidden_size)
         for k, original in pairs
     }
-    return config, run.extra[run_dir.KERAS_HUB], network
+    return config, d, network

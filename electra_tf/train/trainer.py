@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import run_dir, vocab
+from electra_tf.checkpoint import locate
 from electra_tf.checkpoint.manager import warm_start_and_log
 from electra_tf.errors import UserError
 from electra_tf.flops.pretraining import step_flops
@@ -96,7 +97,7 @@ class Trainer(TrainingTask):
 
         # precision / XLA: as set, or the fastest measured path for "auto" (`train.step_path`)
         def resumed_config():
-            return self.run.config_path if self.run.latest_checkpoint() else None
+            return self.run.config_path if locate.latest_checkpoint(self.run) else None
 
         self.path = self.loop.choose_path(
             c.scale.precision, c.scale.jit_compile, c.scale.fused_elementwise,
@@ -287,7 +288,7 @@ class Trainer(TrainingTask):
         training summary, if any). `tfrecords`: evaluate on these files (e.g. a held-out shard)
         instead of the config's."""
         c = self.config
-        latest = checkpoint or self.run.latest_checkpoint()
+        latest = checkpoint or locate.latest_checkpoint(self.run)
         if latest is None:
             raise UserError(f"no checkpoint to evaluate in {self.run.path}")
         self.loop.restore_model(dict(model=self.model, step=self.step), latest)

@@ -19,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from build_vocab import reserved_tokens
-from electra_tf import data_layout, run_dir, vocab
-from electra_tf.checkpoint import restore
+from electra_tf import data_layout, vocab
+from electra_tf.checkpoint import locate, restore
 from electra_tf.modeling.encoder import TransformerEncoder
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -36,7 +36,7 @@ def first_learned_id(vocab_file: str) -> int:
 def main(src: str, out: str) -> None:
     os.makedirs(out, exist_ok=True)
     here = os.path.dirname(src)
-    model_config = run_dir.read_run_config(os.path.join(here, "config.json")).model_config
+    model_config = locate.read_run_config(os.path.join(here, "config.json")).model_config
     encoder = TransformerEncoder(model_config, name="electra")
     ids = tf.zeros([1, 8], tf.int32)
     encoder(ids, ids + 1, ids)  # builds the variables
