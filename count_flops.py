@@ -80,9 +80,9 @@ def format_table(table: dict, backward_factor: float) -> str:
 
 def recipe_step_flops(path: str) -> dict:
     """One training step's FLOPs of the pretraining recipe at `path`, in both conventions."""
-    from electra_tf.flops.pretraining import step_flops
     from electra_tf.io_utils import read_json
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import step_flops
     from electra_tf.recipes import recipe_model_hparams
 
     recipe = read_json(path)

@@ -83,7 +83,7 @@ def main(_argv) -> None:
         config = load_model.run_config(FLAGS.data_dir, FLAGS.model_name)
         model_dir = config.paths.model_dir
     what = model_dir or FLAGS.checkpoint
-    if not config.objective_class.detects_replaced_tokens:
+    if not config.objective_spec.detects_replaced_tokens:
         raise UserError(
             f"{what}: objective {config.task.objective!r}"
             + ("" if config.task.electra_objective else " with electra_objective=false")

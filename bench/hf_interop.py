@@ -96,8 +96,8 @@ def our_checkpoint(directory: str) -> str:
     import tensorflow as tf
 
     from electra_tf import data_layout, run_dir
-    from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import build_pretrainer
     from electra_tf.vocab import read_vocab, special_token_ids
 
     vocab = data_layout.vocab_file(os.path.join(REPO, "data", "vocab"))

@@ -8,6 +8,7 @@ to one of them."""
 import os
 from typing import Any, List, Optional
 
+from electra_tf import data_layout
 from electra_tf.errors import UserError
 from electra_tf.io_utils import read_json
 
@@ -17,7 +18,7 @@ HF_WEIGHTS_FILE = "model.safetensors"
 HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # sharded weights
 HF_PICKLE_FILE = "pytorch_model.bin"  # never loaded: unpickling runs arbitrary code
 HF_TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-HF_VOCAB_FILE = "vocab.txt"
+HF_VOCAB_FILE = data_layout.VOCAB_FILE  # the same name as a data directory's
 HF_TOKENIZER_FILE = "tokenizer.json"  # transformers 5 writes it instead of vocab.txt
 HF_GENERATOR = "ElectraForMaskedLM"  # the `architectures` of a generator's config.json
 HF_SPECIAL_TOKENS_FILE = "special_tokens_map.json"

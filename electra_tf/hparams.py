@@ -144,6 +144,7 @@ def check_value(key: str, value: Any, field: dataclasses.Field, hints: Mapping[s
 # the scale-out keys pretraining and fine-tuning share, with one meaning in both
 DISTRIBUTIONS = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+OPTIMIZERS = ("adamw", "lamb")  # `electra_tf.optimization.make_optimizer`
 
 
 def require_seed(deterministic: bool, seed: Optional[int]) -> None:

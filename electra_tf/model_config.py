@@ -85,6 +85,14 @@ class ModelConfig:
         write_json(path, self.to_dict())
 
 
+def size_embedding_size(model_size: str, embedding_size: Optional[int]) -> Optional[int]:
+    """`embedding_size` as given, else the size preset's: 128 for "small" (ELECTRA-Small's, the
+    original's), None (the hidden size) for the others. The one rule both jobs apply."""
+    if embedding_size is None and model_size == "small":
+        return 128
+    return embedding_size
+
+
 def get_model_config(
     model_size: str,
     vocab_size: int = BERT_VOCAB_SIZE,

@@ -14,7 +14,7 @@ from typing import Callable, Dict, Iterable, Optional, Sequence
 import tensorflow as tf
 from tensorflow.python.trackable.data_structures import NoDependency
 
-OPTIMIZERS = ("adamw", "lamb")
+from electra_tf.hparams import OPTIMIZERS
 
 
 class ElectraSchedule:

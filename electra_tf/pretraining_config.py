@@ -12,13 +12,13 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Dict, Iterable, Literal, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Literal, Mapping, Optional, Tuple, Union
 
-from electra_tf import data_layout, objectives, run_dir
+from electra_tf import data_layout, objective_specs, run_dir
 from electra_tf import hparams as hp
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import max_predictions_per_seq
-from electra_tf.hparams import DISTRIBUTIONS, PRECISIONS, hparam
+from electra_tf.hparams import PRECISIONS, hparam
 from electra_tf.model_config import (
     BERT_VOCAB_SIZE,
     MODEL_SIZES,
@@ -26,35 +26,34 @@ from electra_tf.model_config import (
     explicit_generator_config,
     get_generator_config,
     get_model_config,
+    size_embedding_size,
 )
-from electra_tf.optimization import OPTIMIZERS
-from electra_tf.sectioned_config import SectionedConfig
+from electra_tf.sectioned_config import (
+    SectionedConfig,
+    SharedGeneral,
+    SharedOptimization,
+    SharedScale,
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class GeneralHparams:
-    debug: bool = hparam(False, help="tiny model and few steps, as the original's debug preset")
-    do_train: bool = hparam(True, help="train to num_train_steps; a re-run resumes from the newest")
+class GeneralHparams(SharedGeneral):
     do_eval: bool = hparam(False, help="evaluate on num_eval_steps batches of the training data")
-    eval_batch_size: int = hparam(128, help="evaluation batch size")
     shuffle_buffer_size: int = hparam(100, help="records shuffled in training (the original's)")
     skip_corrupt_records: bool = hparam(
         False, help="skip a damaged shard's rest (counted) instead of stopping with its name"
     )
     num_eval_steps: int = hparam(100, help="evaluation batches (fewer if the data runs out)")
-    save_checkpoints_steps: int = hparam(1000, help="steps between checkpoints")
     keep_checkpoint_max: int = hparam(5, help="newest checkpoints kept (0: all)")
-    log_every_steps: int = hparam(10, help="steps between progress lines and train summaries")
     seed: int = hparam(0, help="initial weights, masking, sampling, dropout (0 unless set)")
-    deterministic: bool = hparam(
-        False, help="needs seed set: op determinism; a resumed run replays exactly"
-    )
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskHparams:  # the pretraining task: its objective, loss weights and masking
     electra_objective: bool = hparam(True, help="false: the original's masked LM only")
-    objective: str = hparam("electra", choices=objectives.NAMES, help="paper Table 5, and Electric")
+    objective: str = hparam(
+        "electra", choices=objective_specs.NAMES, help="paper Table 5, and Electric"
+    )
     gen_weight: float = hparam(1.0, help="weight of the generator's (masked-LM) loss")
     disc_weight: float = hparam(50.0, help="weight of the discriminator's loss")
     mask_prob: float = hparam(0.15, help="fraction of the tokens masked")
@@ -104,19 +103,11 @@ class ModelHparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class OptimizationHparams:
+class OptimizationHparams(SharedOptimization):
     learning_rate: float = hparam(5e-4, help="peak learning rate")
     lr_decay_power: float = hparam(1.0, help="power of the polynomial decay to 0 (1: linear)")
-    weight_decay_rate: float = hparam(0.01, help="decoupled weight decay (not LayerNorm, bias)")
     num_warmup_steps: int = hparam(10000, help="the decayed rate x min(1, step / this)")
     num_train_steps: int = hparam(1000000, help="training steps")
-    train_batch_size: int = hparam(128, help="global batch size (all replicas)")
-    clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
-    optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
-    # new (the original's Adam has none): its absence multiplies early updates by up to ~5x
-    adam_bias_correction: bool = hparam(False, help="Adam's bias correction of m and v")
-    # new: a rare word's row learns only when it is sampled; the layer fine-tuning's multiplies
-    embedding_lr_multiplier: float = hparam(1.0, help="times the embedding layer's rate; 0: frozen")
     # paper §3.2: the generator alone (MLM) for n steps, then the discriminator initialised
     # from it and trained with the generator frozen; 0: off
     two_stage_steps: int = hparam(0, help="steps of the generator-only first stage; 0: off")
@@ -133,8 +124,7 @@ class PathHparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class ScaleHparams:
-    distribution: str = hparam("auto", choices=DISTRIBUTIONS, help="auto: TPU, else GPUs, else one")
+class ScaleHparams(SharedScale):
     # "auto": the fastest of float32 and mixed_bfloat16 (GPUs: and mixed_float16), measured on
     # this machine for this model once and cached (electra_tf.train.step_path)
     precision: str = hparam(
@@ -142,26 +132,10 @@ class ScaleHparams:
         choices=(*PRECISIONS, "auto"),
         help="Keras mixed-precision policy; auto: measured",
     )
-    # "auto": runs of >= 2,000 steps (and any with precision auto) measure XLA on / off / the
-    # element-wise pieces only (electra_tf.train.step_path); shorter runs take a rule: XLA on
-    # GPUs, TPUs and CPUs without AVX512_BF16, the graph path elsewhere (train.devices)
-    # (null, as older configs record it, reads as "auto")
-    jit_compile: Union[bool, Literal["auto"]] = hparam("auto", help="XLA-compile the step")
     # each layer's dropout + residual + LayerNorm and GELU as XLA-compiled pieces between the
     # matmuls (which stay on oneDNN): faster on CPUs, rounding differs from the plain ops';
     # jit_compile auto, when it measures, tries it
     fused_elementwise: bool = hparam(False, help="XLA-fuse each layer's element-wise work")
-    # training steps per tf.function call (one host synchronisation each), as the original's;
-    # a call also ends at each multiple of log_every_steps and save_checkpoints_steps
-    iterations_per_loop: int = hparam(200, help="steps per tf.function call (one host sync)")
-    # all-reduce gradients in this dtype (None: float32): half the bytes on the wire, for
-    # bandwidth-bound clusters, at the cost of rounding each gradient to 8 (bf16) or 11 bits
-    allreduce_dtype: Optional[str] = hparam(
-        None,
-        choices=(None, "bfloat16", "float16"),
-        help="all-reduce gradients in it; null: float32",
-    )
-    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
     peak_flops: Optional[float] = hparam(None, help="None: measured or from a table (MFU)")
 
 
@@ -175,9 +149,16 @@ SECTIONS = {
     "scale": ScaleHparams,
 }
 PRETRAINING_DEFAULTS: Dict[str, Any] = hp.defaults(SECTIONS)
-DEBUG_PRESET = dict(train_batch_size=8, num_train_steps=20, eval_batch_size=4, num_eval_steps=2)
 DEBUG_MODEL = dict(
     num_hidden_layers=3, hidden_size=144, intermediate_size=576, num_attention_heads=4
+)
+# the original's debug preset (a tiny model, few steps)
+DEBUG_PRESET = dict(
+    train_batch_size=8,
+    num_train_steps=20,
+    eval_batch_size=4,
+    num_eval_steps=2,
+    model_hparam_overrides=DEBUG_MODEL,
 )
 
 
@@ -187,6 +168,7 @@ class PretrainingConfig(SectionedConfig):
     (`electra_tf.sectioned_config`)."""
 
     SECTIONS = SECTIONS
+    DEBUG_PRESET = DEBUG_PRESET
 
     model_name: str
     data_dir: str
@@ -200,50 +182,33 @@ class PretrainingConfig(SectionedConfig):
     max_predictions_per_seq: int
 
     @classmethod
-    def from_flat(
-        cls,
-        model_name: str,
-        data_dir: str,
-        hparams: Optional[Mapping[str, Any]] = None,
-        explicit: Optional[Iterable[str]] = None,
-    ) -> "PretrainingConfig":
-        """The config for the original's flat hparams (JSON keys) over the defaults."""
-        hparams = cls.read_nulls(hparams or {})
-        explicit = list(hparams if explicit is None else explicit)
-        hp.reject_unknown(hparams, PRETRAINING_DEFAULTS)
-        values = dict(PRETRAINING_DEFAULTS)
-        values["model_hparam_overrides"] = {}
-        values.update(hparams)
-        if values["debug"] is True:  # another value is an error of from_flat's, below
-            values.update(DEBUG_PRESET)
-            values["model_hparam_overrides"] = dict(DEBUG_MODEL)
-        if values["model_size"] == "small" and values["embedding_size"] is None:
-            values["embedding_size"] = 128
-        values.update(hparams)  # explicit values win over the presets
-        sections = hp.from_flat(SECTIONS, values, explicit=explicit)
-        # the default seed (0) serves a run that asks for no determinism; one that does names it
-        hp.require_seed(sections["general"].deterministic, hparams.get("seed"))
-        paths = sections["paths"]
+    def resolve(
+        cls, model_name: str, data_dir: str, sections: Dict[str, Any], hparams: Mapping[str, Any]
+    ) -> Dict[str, Any]:
+        """The paths derived from data_dir and model_name, the size's embedding size, Electric's
+        two-tower generator, and max_predictions_per_seq (derived as the original: it cannot
+        be passed in)."""
+        paths, m = sections["paths"], sections["model"]
         sections["paths"] = dataclasses.replace(
             paths,
             pretrain_tfrecords=paths.pretrain_tfrecords or data_layout.tfrecord_pattern(data_dir),
             vocab_file=paths.vocab_file or data_layout.vocab_file(data_dir),
             model_dir=paths.model_dir or run_dir.model_dir(data_dir, model_name),
         )
-        o, m, g = sections["task"], sections["model"], sections["generator"]
+        sections["model"] = dataclasses.replace(
+            m, embedding_size=size_embedding_size(m.model_size, m.embedding_size)
+        )
+        o, g = sections["task"], sections["generator"]
         if (
-            _objective_class(o).requires_two_tower_generator and not g.two_tower_generator
+            _objective_spec(o).requires_two_tower_generator and not g.two_tower_generator
         ):  # Electric forces it, as the original
             if "two_tower_generator" in hparams:
                 raise UserError(
                     "Electric needs the two-tower generator: two_tower_generator cannot be false"
                 )
             sections["generator"] = dataclasses.replace(g, two_tower_generator=True)
-        # derived, as the original (so it cannot be passed in)
         max_predictions = max_predictions_per_seq(m.max_seq_length, o.mask_prob)
-        config = cls(model_name, data_dir, max_predictions_per_seq=max_predictions, **sections)
-        config.validate()
-        return config
+        return {**sections, "max_predictions_per_seq": max_predictions}
 
     def to_flat(self) -> Dict[str, Any]:
         """Every hparam under its flat key, plus model_name, data_dir, max_predictions_per_seq."""
@@ -254,25 +219,13 @@ class PretrainingConfig(SectionedConfig):
         return self.paths.model_dir
 
     @property
-    def objective_class(self) -> type:
-        return _objective_class(self.task)
-
-    def build_objective(self) -> objectives.Objective:
-        o = self.task
-        return objectives.build(
-            o.objective,
-            o.electra_objective,
-            o.adversarial_generator,
-            o.electric_objective,
-            gen_weight=o.gen_weight,
-            disc_weight=o.disc_weight,
-            mask_prob=o.mask_prob,
-            max_predictions=self.max_predictions_per_seq,
-        )
+    def objective_spec(self) -> objective_specs.ObjectiveSpec:
+        """The objective the objective hparams make (`objective_specs.resolve`)."""
+        return _objective_spec(self.task)
 
     @property
     def samples_replacements(self) -> bool:
-        return self.objective_class.samples_replacements
+        return self.objective_spec.samples_replacements
 
     @property
     def has_generator_network(self) -> bool:
@@ -306,7 +259,7 @@ class PretrainingConfig(SectionedConfig):
                 f"train_batch_size {self.optimization.train_batch_size} is not divisible by "
                 f"gradient_accumulation_steps {accum}"
             )
-        samples = self.objective_class.samples_replacements  # impossible combinations raise
+        samples = self.objective_spec.samples_replacements  # impossible combinations raise
         if samples and g.uniform_generator and g.generator_config:
             raise UserError("generator_config cannot be combined with uniform_generator")
         if samples and not g.untied_generator and not g.uniform_generator:
@@ -341,8 +294,11 @@ class PretrainingConfig(SectionedConfig):
                 f"two_stage_steps must be 0 (off) or in (0, num_train_steps "
                 f"{self.optimization.num_train_steps}), got {n}"
             )
-        cls = self.objective_class
-        if not cls.detects_replaced_tokens or o.adversarial_generator or g.two_tower_generator:
+        if (
+            not self.objective_spec.detects_replaced_tokens
+            or o.adversarial_generator
+            or g.two_tower_generator
+        ):
             raise UserError(
                 "two_stage_steps needs replaced token detection with a generator trained by "
                 "masked LM (objective electra or electra_15, no adversarial_generator, no "
@@ -394,7 +350,7 @@ class PretrainingConfig(SectionedConfig):
         return disc, gen
 
 
-def _objective_class(t: TaskHparams) -> type:
-    return objectives.objective_class(
+def _objective_spec(t: TaskHparams) -> objective_specs.ObjectiveSpec:
+    return objective_specs.resolve(
         t.objective, t.electra_objective, t.adversarial_generator, t.electric_objective
     )

@@ -6,7 +6,7 @@ better encoder than BERT's masked LM, and most of the gain comes from learning o
 (ELECTRA vs "ELECTRA 15%", whose discriminator loss covers the masked 15% only). This script
 pretrains the small-budget recipe (`experiments/recipes/pretrain_small_budget.json`) with each
 objective for the SAME training FLOPs of real arithmetic (lookups as gathers, backward = 2x
-forward: `electra_tf.flops.pretraining.step_flops(...).real`; the paper's convention is
+forward: `electra_tf.pretraining_networks.step_flops(...).real`; the paper's convention is
 recorded beside it), evaluates the checkpoints at
 each budget point on a held-out shard of the pretraining data, fine-tunes each on the movie
 sentiment task (`experiments/recipes/finetune_movie_demo.json`, several seeds), fine-tunes a randomly
@@ -185,7 +185,7 @@ def pretraining_config(
 
 def plan(data_dir: str, recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Steps of each objective for the largest budget (real FLOPs) and its budget points."""
-    from electra_tf.flops.pretraining import step_flops
+    from electra_tf.pretraining_networks import step_flops
     from electra_tf.vocab import load_vocab
 
     budgets = sorted(float(b) for b in FLAGS.budgets)

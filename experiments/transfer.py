@@ -171,7 +171,7 @@ def task_dir(work_dir: str, split: str, n_label: str, seed: int) -> str:
 
 def pretraining_plan(data: Dict[str, str], recipe: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """{run name: objective, budget fraction, steps, FLOPs per step (both conventions)}."""
-    from electra_tf.flops.pretraining import step_flops
+    from electra_tf.pretraining_networks import step_flops
     from electra_tf.vocab import load_vocab
 
     vocab_size = len(load_vocab(data["vocab"]))

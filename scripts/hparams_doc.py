@@ -27,8 +27,10 @@ flat keys: pass them as `--hparams='{"key": value}'` or `--hparams=FILE.json`. A
 value of the wrong type or one outside its choices is one `error:` line naming the key. `null`
 means the value is derived (the help says from what). Keys marked *no effect* are accepted because
 the original's hparams files have them, and warn once when set. A key that both scripts have sits
-in the section of the same name in both and means the same in both (`seed`, `learning_rate` and
-`max_seq_length` also take `null` in fine-tuning; `precision` takes `auto` in pretraining;
+in the section of the same name in both and means the same in both (most are defined once, in
+`electra_tf/sectioned_config.py`, with other defaults where the original's differ; `seed`,
+`learning_rate` and `max_seq_length` also take `null` in fine-tuning; `precision` takes `auto` in
+pretraining;
 `jit_compile: auto` decides from each job's own measurements: XLA for trials of 300 steps or more
 in fine-tuning, a per-device rule, measured for runs of 2,000 steps or more, in pretraining).
 

@@ -58,8 +58,8 @@ TINY_RUN = dict(
 
 def make_tiny_model(**overrides):
     """(config, ElectraPretrainer) for the tiny config with `overrides` (vocab of 200 ids)."""
-    from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import build_pretrainer
 
     config = PretrainingConfig.from_flat("t", "/nonexistent", {**TINY, **overrides})
     return config, build_pretrainer(config, VOCAB, SPECIAL)

@@ -1,12 +1,14 @@
 """The package's structural rules (docs/ARCHITECTURE.md), checked on the source: module size,
-no import cycles, objective names compared only in `electra_tf/objectives/`."""
+no import cycles, the units' layers (imports go down only), objective names compared only in
+`electra_tf/objectives/`."""
 
 import ast
 import os
+import re
 
 from harness import REPO
 
-from electra_tf import objectives
+from electra_tf import objective_specs as objectives
 
 PACKAGE = os.path.join(REPO, "electra_tf")
 MAX_LINES = 400
@@ -27,25 +29,14 @@ def modules() -> dict:
 def imports_of(name: str, path: str, known: set) -> set:
     """The package modules `name` imports anywhere in its source (function bodies included),
     with the parent packages that importing a submodule runs first."""
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    is_package = path.endswith("__init__.py")
+    with open(path, encoding="utf-8") as f:
+        targets = imported(name, f.read(), path.endswith("__init__.py"))
     found = set()
-    for node in ast.walk(tree):
-        targets = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = name.split(".")
-                parts = parts[: len(parts) - node.level + (1 if is_package else 0)]
-                base = ".".join(parts + ([base] if base else []))
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        for t in targets:
-            while t:
-                if t in known and t != name:
-                    found.add(t)
-                t = t.rpartition(".")[0]
+    for _, t in targets:
+        while t:
+            if t in known and t != name:
+                found.add(t)
+            t = t.rpartition(".")[0]
     return found
 
 
@@ -81,6 +72,166 @@ def test_no_import_cycles():
         if n not in state:
             visit(n)
     assert not cycles, cycles[:5]
+
+
+# -- the units' layers: bottom to top, as docs/ARCHITECTURE.md's "Layers" lists them ---------
+# A unit (a top-level module or subpackage of electra_tf) imports only units of lower layers,
+# imports inside functions included; units of one layer import none of each other.
+LAYERS = [
+    ["errors"],
+    ["io_utils", "run_lock", "vocab", "data_layout"],
+    ["hparams", "model_config", "foreign_dirs", "objective_specs"],
+    ["flops", "run_dir"],
+    ["sectioned_config", "recipes"],
+    ["pretraining_config"],
+    ["tokenization", "packing", "masking", "optimization"],
+    ["pretraining_data"],
+    ["modeling"],
+    ["objectives", "electra_mlm"],
+    ["keras_hub"],
+    ["huggingface"],
+    ["pretraining_networks"],
+    ["checkpoint"],
+    ["train"],
+    ["finetune"],
+    ["export"],
+    ["demo"],
+]
+PACKAGE_NAME = "electra_tf"
+
+
+def unit_of(module: str):
+    """`electra_tf.checkpoint.restore` -> "checkpoint"; None for the package root or outside."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == PACKAGE_NAME and len(parts) > 1 else None
+
+
+def imported(module: str, source: str, is_package: bool) -> list:
+    """(line, module or module.name) of every import in `source`, anywhere (function bodies
+    too): `import a.b`, `from a import b` (as "a.b"), relative imports resolved."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                parts = parts[: len(parts) - node.level + (1 if is_package else 0)]
+                base = ".".join(parts + ([base] if base else []))
+            found += [(node.lineno, f"{base}.{a.name}") for a in node.names]
+    return found
+
+
+def package_sources(root: str) -> dict:
+    """Module name -> (source, is_package) of every module of the package under `root`."""
+    out = {}
+    for directory, _, files in os.walk(os.path.join(root, PACKAGE_NAME)):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(directory, f)
+                name = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
+                is_package = f == "__init__.py"
+                name = name[: -len(".__init__")] if is_package else name
+                with open(path, encoding="utf-8") as fh:
+                    out[name] = (fh.read(), is_package)
+    return out
+
+
+def layer_violations(sources: dict, layers: list) -> list:
+    """Each import of a unit that is not in a lower layer than the importer's, and each unit
+    without a layer, as "module:line: unit (layer i) imports unit (layer j)"."""
+    layer = {u: i for i, units in enumerate(layers) for u in units}
+    bad = []
+    for module, (source, is_package) in sorted(sources.items()):
+        unit = unit_of(module)
+        if unit is None:
+            continue
+        if unit not in layer:
+            bad.append(f"{module}: unit {unit} has no layer")
+            continue
+        for line, target in imported(module, source, is_package):
+            other = unit_of(target)
+            if other is None or other == unit:
+                continue
+            if layer.get(other, len(layers)) >= layer[unit]:
+                bad.append(
+                    f"{module}:{line}: {unit} (layer {layer[unit] + 1}) imports {other} "
+                    f"(layer {layer[other] + 1 if other in layer else 'none'})"
+                )
+    return bad
+
+
+def test_imports_go_down_the_layers():
+    assert not layer_violations(package_sources(REPO), LAYERS)
+
+
+def lazy_package_imports(source: str) -> list:
+    """Lines of the imports of package modules inside function bodies."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom):
+                    names = ["." if node.level else node.module or ""]
+                if any(n == "." or n.split(".")[0] == PACKAGE_NAME for n in names):
+                    found.append(node.lineno)
+    return found
+
+
+def test_no_lazy_import_of_the_package():
+    """A lazy import is for an optional heavy dependency, never the package's (a hidden cycle)."""
+    found = [f"{m}:{line}" for m, (source, _) in sorted(package_sources(REPO).items())
+             for line in lazy_package_imports(source)]  # fmt: skip
+    assert not found, found
+    planted = "import os\ndef f():\n    import h5py\n    from electra_tf import run_dir\n"
+    assert lazy_package_imports(planted) == [4]
+
+
+def test_the_layers_are_the_documented_ones():
+    with open(os.path.join(REPO, "docs", "ARCHITECTURE.md"), encoding="utf-8") as f:
+        doc = f.read()
+    section = doc.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    documented = [re.findall(r"`([a-z_]+)`", line.split(":", 1)[0])
+                  for line in section.splitlines() if re.match(r"\d+\. ", line)]  # fmt: skip
+    assert documented == LAYERS
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    """On a synthetic package (every import form), and on run_dir.py with a planted import of
+    a higher unit inside a function."""
+    files = {
+        "__init__.py": "",
+        "low.py": "import os\n",
+        "mid/__init__.py": "from electra_tf import low\n",
+        "mid/a.py": "from . import b\nfrom .. import low\n",
+        "mid/b.py": "def f():\n    import electra_tf.top.x\n",
+        "top/__init__.py": "",
+        "top/x.py": "from electra_tf.mid import a\n",
+        "top/y.py": "def g():\n    from ..mid.a import f\n    from ...elsewhere import h\n",
+        "stray.py": "",
+    }
+    for name, text in files.items():
+        path = tmp_path / PACKAGE_NAME / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    sources = package_sources(str(tmp_path))
+    layers = [["low"], ["mid"], ["top"]]
+    assert layer_violations(sources, layers) == [
+        "electra_tf.mid.b:2: mid (layer 2) imports top (layer 3)",
+        "electra_tf.stray: unit stray has no layer",
+    ]
+    flat = [["low", "mid", "top", "stray"]]  # one layer: no unit may import another
+    assert len(layer_violations(sources, flat)) == 5  # mid->low twice, mid->top, top->mid twice
+    real = package_sources(REPO)
+    source, is_package = real["electra_tf.run_dir"]
+    planted = source + "\n\ndef f():\n    from electra_tf.checkpoint import restore\n"
+    real["electra_tf.run_dir"] = (planted, is_package)
+    line = planted.count("\n")
+    assert layer_violations(real, LAYERS) == [
+        f"electra_tf.run_dir:{line}: run_dir (layer 4) imports checkpoint (layer 14)"
+    ]
 
 
 def _compares_objective_name(node) -> bool:

@@ -11,9 +11,9 @@ import tensorflow as tf
 from electra_tf import run_dir
 from electra_tf.checkpoint import load_model, locate, restore
 from electra_tf.errors import UserError
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 
 WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "run", "##s", "##ing", "hello", "world"]
 WORDS += [",", ".", "!", "?", "'", "play", "##ed", "un", "##want", "jump"]

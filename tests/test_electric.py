@@ -18,12 +18,12 @@ from electra_tf import masking
 from electra_tf.checkpoint import restore
 from electra_tf.errors import UserError
 from electra_tf.flops.analytic import TransformerFlops
-from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.model_config import ModelConfig
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
 from electra_tf.objectives import Electric
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer, objective_class
+from electra_tf.pretraining_networks import pretraining_flops_per_step as flops_per_step
 from electra_tf.train.describe import describe
 
 ELECTRIC = dict(electra_objective=False, electric_objective=True)  # the original's README
@@ -215,8 +215,8 @@ def test_electric_hparams():
 
     for hp in (dict(electric_objective=True), dict(objective="electric"), ELECTRIC):
         c = config(**hp)
-        assert c.objective_class is Electric and c.generator.two_tower_generator
-    assert config(two_tower_generator=True).objective_class is not Electric  # ELECTRA's + 2 towers
+        assert objective_class(c) is Electric and c.generator.two_tower_generator
+    assert objective_class(config(two_tower_generator=True)) is not Electric  # ELECTRA's + 2 towers
     errors = {
         "two_tower_generator cannot be false": dict(electric_objective=True, two_tower_generator=False),
         "objective 'mlm'": dict(electric_objective=True, objective="mlm"),

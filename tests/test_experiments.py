@@ -9,8 +9,8 @@ import pytest
 from absl import flags
 
 from electra_tf import flops
-from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import pretraining_flops_per_step as flops_per_step
 from experiments import efficiency
 
 HERE = os.path.dirname(os.path.abspath(__file__))

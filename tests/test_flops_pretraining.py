@@ -1,12 +1,12 @@
-"""`electra_tf.flops.pretraining`: one pretraining step's FLOPs of a config, the count every
+"""`electra_tf.pretraining_networks`: one pretraining step's FLOPs of a config, the count every
 caller uses. The totals are derived by hand below from the conventions of
 `electra_tf.flops.analytic` (matmul 2·m·n, dropout 4, layer norm 5, GELU 8, softmax 5 per value;
 the post-attention layer norm 5 per token, the kept quirk), for a 1-layer model small enough
 to add up on paper."""
 
-from electra_tf.flops.pretraining import StepFlops, pretraining_flops_per_step, step_flops
-from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import StepFlops, pretraining_flops_per_step, step_flops
+from electra_tf.pretraining_networks import pretraining_flops_per_step as flops_per_step
 
 # discriminator: h=8, i=16, 2 heads, 1 layer, embeddings e=6 (projected to 8), V=50;
 # generator (generator_hidden_size 0.5): h=4, i=16, max(1, 4 // 64) = 1 head, 1 layer;

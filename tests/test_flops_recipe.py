@@ -46,10 +46,10 @@ import os
 
 import pytest
 
-from electra_tf.flops.pretraining import StepFlops, step_flops
-from electra_tf.flops.pretraining import pretraining_flops_per_step as flops_per_step
 from electra_tf.io_utils import read_json
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import StepFlops, step_flops
+from electra_tf.pretraining_networks import pretraining_flops_per_step as flops_per_step
 from electra_tf.vocab import load_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

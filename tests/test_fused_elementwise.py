@@ -59,7 +59,7 @@ def test_fused_elementwise_reaches_the_encoders_and_their_configs():
                    "embedding_size": 16},
     )  # fmt: skip
     from electra_tf import vocab
-    from electra_tf.modeling.builders import build_pretrainer
+    from electra_tf.pretraining_networks import build_pretrainer
 
     model = build_pretrainer(config, 100, dict(vocab.BERT_UNCASED_SPECIAL_IDS))
     for enc in (model.discriminator, model.generator):

@@ -346,8 +346,8 @@ def test_score_electra_mlm_scores_a_pair_as_it_scores_the_run(tiny_dataset, tmp_
     import tensorflow as tf
     from harness import TINY_RUN
 
-    from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import build_pretrainer
     from electra_tf.vocab import read_vocab, special_token_ids
 
     data = str(tmp_path / "data")

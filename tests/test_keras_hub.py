@@ -193,8 +193,8 @@ def test_pretraining_warm_starts_its_discriminator_from_a_keras_hub_preset(prese
     from test_checkpoints import SPECIAL
 
     from electra_tf.checkpoint import restore
-    from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import build_pretrainer
 
     path, backbone, tokenizer = preset
     layers = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)

@@ -6,9 +6,10 @@ import tensorflow as tf
 from harness import SPECIAL
 
 from electra_tf.model_config import get_model_config
-from electra_tf.modeling.builders import build_pretrainer, parameter_counts
+from electra_tf.modeling.builders import parameter_counts
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 
 
 @pytest.mark.parametrize(

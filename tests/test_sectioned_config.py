@@ -4,9 +4,12 @@ configs are built by `from_flat`, read by flat key or section, recorded by `to_f
 
 import dataclasses
 import os
+import subprocess
+import sys
 import typing
 
 import pytest
+from harness import REPO
 
 from electra_tf import run_dir
 from electra_tf.finetune import pretrained
@@ -15,7 +18,12 @@ from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.hparams import hparam
 from electra_tf.pretraining_config import SECTIONS as PRETRAINING_SECTIONS
 from electra_tf.pretraining_config import PretrainingConfig
-from electra_tf.sectioned_config import SectionedConfig
+from electra_tf.sectioned_config import (
+    SectionedConfig,
+    SharedGeneral,
+    SharedOptimization,
+    SharedScale,
+)
 
 # keys both jobs have whose accepted values differ, and why; every other shared key has the
 # same type and choices in both (the defaults may differ where the original's do)
@@ -138,3 +146,50 @@ def test_finetuning_vocab_size_defaults_to_the_vocab_files_lines(tmp_path, capsy
     # a vocab_size set is used as given, as in pretraining
     sized = config.with_hparams(vocab_size=30522)
     assert pretrained.load_model_config(sized, None).vocab_size == 30522
+
+
+def test_building_a_config_imports_no_tensorflow(tmp_path):
+    """Both configs build from flat hparams (a custom task's task.json read too) without
+    TensorFlow or Keras: what validation needs of the objectives and the tasks is TF-free."""
+    task = tmp_path / "finetuning_data" / "topic"
+    task.mkdir(parents=True)
+    (task / "task.json").write_text(
+        '{"type": "classification", "labels": ["a", "b"], "text_a": 0, "label": 1, '
+        '"num_train_epochs": 7}'
+    )
+    code = f"""
+import sys
+from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.finetune.config import FinetuningConfig
+p = PretrainingConfig.from_flat("m", {str(tmp_path)!r}, {{"objective": "electric", "debug": True}})
+f = FinetuningConfig.from_flat("m", {str(tmp_path)!r}, {{"task_names": ["topic"]}})
+print(p.two_tower_generator, f.num_train_epochs, "tensorflow" in sys.modules, "keras" in sys.modules)
+"""
+    env = {**os.environ, "PYTHONPATH": REPO}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "7.0", "False", "False"]
+
+
+@pytest.mark.parametrize("cls", [PretrainingConfig, FinetuningConfig])
+def test_every_key_reads_the_same_by_key_and_by_section(cls):
+    config = cls.from_flat("m", "d", {"log_every_steps": 3})
+    for key, section in cls.section_of().items():
+        assert getattr(config, key) == getattr(getattr(config, section), key), key
+    # the derived values included: resolved in the section, given as null
+    if cls is FinetuningConfig:
+        assert config.optimization.num_train_epochs == 3.0
+        assert config.given("num_train_epochs") is None
+    assert config.model.embedding_size == 128 and config.given("embedding_size") is None
+
+
+def test_shared_keys_are_defined_once():
+    for job in (PRETRAINING_SECTIONS, FINETUNING_SECTIONS):
+        for shared, name in ((SharedGeneral, "general"), (SharedOptimization, "optimization"),
+                             (SharedScale, "scale")):  # fmt: skip
+            assert issubclass(job[name], shared)
+    fine = {f.name: f for s in FINETUNING_SECTIONS.values() for f in dataclasses.fields(s)}
+    pre = {f.name: f for s in PRETRAINING_SECTIONS.values() for f in dataclasses.fields(s)}
+    for key in ("train_batch_size", "iterations_per_loop", "eval_batch_size"):
+        # another default, the same help, where the original's defaults differ
+        assert fine[key].metadata == pre[key].metadata and fine[key].default != pre[key].default

@@ -12,9 +12,9 @@ import tensorflow as tf
 from harness import SPECIAL, TINY, TINY_RUN, VOCAB, make_synthetic_batch, run_script
 
 from electra_tf.errors import UserError
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.optimization import ElectraSchedule, StagedSchedule, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.train.loss_scale import DynamicLossScale
 from electra_tf.train.step import TrainStep, steps_in_call
 from electra_tf.train.strategy import ReplicaLayout

@@ -11,8 +11,8 @@ import tensorflow as tf
 from harness import SPECIAL, TINY, TINY_RUN, VOCAB, run_script
 
 from electra_tf import masking, vocab
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 
 CLS, SEP, MASK = 101, 102, 103
 CONTINUATION = np.zeros(VOCAB, bool)

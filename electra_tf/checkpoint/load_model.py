@@ -1,6 +1,6 @@
 """Rebuilding a pretraining model from a checkpoint on disk, this project's, an original
 google-research one or Hugging Face directories, through the one builder
-(`modeling.builders.build_pretrainer`).
+(`pretraining_networks.build_pretrainer`).
 
 The config comes from the run directory (`electra_tf.run_dir`): a pretraining run's config.json
 gives the exact model it trained (objective heads included); a bare BERT JSON (`bert_config.json`
@@ -26,9 +26,9 @@ from electra_tf.foreign_dirs import foreign_dirs
 from electra_tf.huggingface import checkpoint as hf
 from electra_tf.huggingface.names import DISCRIMINATOR, GENERATOR
 from electra_tf.model_config import ModelConfig
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.modeling.pretrainer import UNIFORM, UNIGRAM, ElectraPretrainer
 from electra_tf.pretraining_config import PRETRAINING_DEFAULTS, PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 
 HEADS = ("discriminator", "generator", "encoder")
 PARTS = ("discriminator", "generator", "generator_predictions", "discriminator_predictions")

@@ -23,6 +23,7 @@ import shutil
 from typing import Dict, List, Optional
 
 import numpy as np
+import tensorflow as tf
 
 from electra_tf import vocab
 from electra_tf.checkpoint import load_model
@@ -32,6 +33,7 @@ from electra_tf.io_utils import write_atomically
 from electra_tf.keras_hub import config as kh
 from electra_tf.keras_hub import names
 from electra_tf.model_config import ModelConfig
+from electra_tf.modeling.encoder import TransformerEncoder
 
 KERAS_HUB_SPECIAL = ("unk", "sep", "pad", "cls", "mask")  # ElectraTokenizer's special tokens
 PROBE_SEED = 0
@@ -116,10 +118,6 @@ def _pooler(config: ModelConfig) -> Dict[str, np.ndarray]:
 def activation_difference(encoder, config: ModelConfig) -> float:
     """The largest |difference| that keras-hub's tanh-approximated GELU makes to `encoder`'s
     sequence output (real tokens) on a seeded probe batch of 4 x min(64, positions) ids."""
-    import tensorflow as tf
-
-    from electra_tf.modeling.encoder import TransformerEncoder
-
     approx = TransformerEncoder(dataclasses.replace(config, hidden_act=kh.HIDDEN_ACT))
     rng = np.random.default_rng(PROBE_SEED)
     length = min(64, config.max_position_embeddings)

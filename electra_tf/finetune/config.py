@@ -11,54 +11,49 @@ Differences from the original's code defaults, on purpose (the paper's Table 7 v
     original's default was ["chunk"]).
 `weight_decay_rate` keeps the code's 0.01 (the paper's table says 0).
 
-A value left None is derived by `FinetuningConfig` (never written back into the sections):
-`num_train_epochs` and `max_seq_length` from the task's kind in a single-task run (a custom
-task's task.json), the plain 3 epochs and 128 tokens in a multi-task run, as the original
-(`registry.task_defaults`), `learning_rate` from a custom task's task.json else the model size,
-`layerwise_lr_decay` and the small model's `embedding_size` from the model size,
-`init_checkpoint` from the data dir and model name, `vocab_size` (only read without a
-config.json by the model) from the vocab file's lines, as pretraining does. Built and read as the
-pretraining config is (`electra_tf.sectioned_config`).
+A value left None is derived once, when the config is built (`FinetuningConfig.resolve`; the
+sections hold the resolved value, `config.given(KEY)` the one given): `num_train_epochs` and
+`max_seq_length` from the task's kind in a single-task run (a custom task's task.json), the plain
+3 epochs and 128 tokens in a multi-task run, as the original (`defaults.task_defaults`, read
+without TensorFlow), `learning_rate` from a custom task's task.json else the model size,
+`layerwise_lr_decay` and the small model's `embedding_size` from the model size
+(`model_config.size_embedding_size`, pretraining's rule), `init_checkpoint` from the data dir
+and model name. `vocab_size` (only read without a config.json by the model) is the vocab file's
+lines, counted where the model is built (`pretrained`), as pretraining does. Built and read as
+the pretraining config is (`electra_tf.sectioned_config`).
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal, Optional, Union
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from electra_tf import data_layout, run_dir
 from electra_tf.errors import UserError
-from electra_tf.finetune import registry
+from electra_tf.finetune.defaults import task_defaults, task_learning_rate
 from electra_tf.hparams import (
-    DISTRIBUTIONS,
     PRECISIONS,
-    from_flat,
     hparam,
     require_non_negative,
-    require_seed,
 )
-from electra_tf.model_config import MODEL_SIZES
-from electra_tf.optimization import OPTIMIZERS
-from electra_tf.sectioned_config import SectionedConfig
+from electra_tf.model_config import MODEL_SIZES, size_embedding_size
+from electra_tf.sectioned_config import (
+    SectionedConfig,
+    SharedGeneral,
+    SharedOptimization,
+    SharedScale,
+    default_of,
+)
 
 
 @dataclasses.dataclass(frozen=True)
-class GeneralHparams:
-    debug: bool = hparam(False, help="the original's debug preset (see DEBUG_PRESET)")
+class GeneralHparams(SharedGeneral):
     num_trials: int = hparam(1, help="independent fine-tuning runs; results report the median")
-    do_train: bool = hparam(True, help="false: no fine-tuning (score as loaded)")
     do_eval: bool = hparam(True, help="score the dev split(s)")
     keep_all_models: bool = hparam(False, help="keep each trial's model (original: true)")
     # the same default as pretraining's (HF's Trainer also seeds by default): a re-run draws the
     # same initial head, data order and dropout; null leaves TensorFlow unseeded
     seed: Optional[int] = hparam(0, help="trial t uses seed + t; null: unseeded")
-    deterministic: bool = hparam(
-        False, help="needs seed set: op determinism, dropout seeds from (seed, step): exact resumes"
-    )
-    save_checkpoints_steps: int = hparam(
-        1000, help="a trial's checkpoint interval in steps (a re-run resumes from the newest)"
-    )
-    log_every_steps: int = hparam(10, help="steps between progress lines")
-    eval_batch_size: int = hparam(32, help="evaluation batch size")
+    eval_batch_size: int = default_of(SharedGeneral, "eval_batch_size", 32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,49 +78,21 @@ class ModelHparams:
 
 
 @dataclasses.dataclass(frozen=True)
-class OptimizationHparams:
+class OptimizationHparams(SharedOptimization):
     learning_rate: Optional[float] = hparam(
         None, help="None: a custom task's, else small 3e-4, base 1e-4, large 5e-5"
     )
-    weight_decay_rate: float = hparam(0.01, help="decoupled weight decay (not LayerNorm, bias)")
     layerwise_lr_decay: Optional[float] = hparam(None, help="None: 0.8, large 0.9; <= 0: off")
     layerwise_lr_decay_fixed: bool = hparam(False, help="true: the top layer gets lr * decay")
-    # new: layer-wise decay alone leaves the embedding layer decay^(layers+2) of the rate (0.26
-    # for 4 layers at 0.8), too little for a random table to learn in a short fine-tuning
-    embedding_lr_multiplier: float = hparam(
-        1.0, help="times the embedding layer's rate (after layer-wise decay); 0: frozen"
-    )
     num_train_epochs: Optional[float] = hparam(None, help="None: from the tasks' kinds")
     warmup_proportion: float = hparam(0.1, help="warmup steps = this x steps (a float)")
-    clip_norm: Optional[float] = hparam(1.0, help="gradient global-norm clip; null: none")
-    optimizer: str = hparam("adamw", choices=OPTIMIZERS, help="lamb: layer-wise trust ratio")
-    # new (the original's Adam has none): its absence multiplies early updates by up to ~5x
-    adam_bias_correction: bool = hparam(False, help="Adam's bias correction of m and v")
-    train_batch_size: int = hparam(32, help="training batch size")
+    train_batch_size: int = default_of(SharedOptimization, "train_batch_size", 32)
 
 
 @dataclasses.dataclass(frozen=True)
-class ScaleHparams:
-    """The keys of pretraining's scale section, with their meaning there (the global batch is
-    `train_batch_size`, split over replicas and accumulation micro-batches)."""
-
-    distribution: str = hparam("auto", choices=DISTRIBUTIONS, help="auto: TPU, else GPUs, else one")
+class ScaleHparams(SharedScale):
     precision: str = hparam("float32", choices=PRECISIONS, help="Keras mixed-precision policy")
-    allreduce_dtype: Optional[str] = hparam(
-        None,
-        choices=(None, "bfloat16", "float16"),
-        help="all-reduce gradients in it; null: float32",
-    )
-    gradient_accumulation_steps: int = hparam(1, help="micro-batches per global batch")
-    # "auto": XLA for a trial of at least devices.MIN_XLA_STEPS (300) steps
-    # (`electra_tf.train.devices.choose_jit_compile`; pretraining's step is another workload,
-    # measured apart); null, as configs written before "auto" record it, reads as "auto"
-    jit_compile: Union[bool, Literal["auto"]] = hparam(
-        "auto", help="XLA-compile the step; auto: for trials of >= 300 steps"
-    )
-    # the original's TPU steps per loop; here steps per tf.function call, cut at each multiple
-    # of log_every_steps and save_checkpoints_steps
-    iterations_per_loop: int = hparam(1000, help="steps per tf.function call (one host sync)")
+    iterations_per_loop: int = default_of(SharedScale, "iterations_per_loop", 1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +151,7 @@ SECTIONS = {
     "paths": PathHparams,
     "compat": CompatHparams,
 }
-# the original's debug preset; the user's own values still win over it
+# the original's debug preset (`SectionedConfig.from_flat` applies it; the user's own values win)
 DEBUG_PRESET: dict[str, Any] = {
     "num_trials": 1,
     "train_batch_size": 32,
@@ -200,7 +167,8 @@ class FinetuningConfig(SectionedConfig):
     `FinetuningConfig.from_flat(model_name, data_dir, hparams)` as pretraining's.
 
     Every flat key reads as an attribute (`config.beam_size`), the derived ones resolved
-    (`config.num_train_epochs`); the sections hold the values as given. Frozen: `with_hparams`
+    (`config.num_train_epochs`), as do the sections (`config.optimization.num_train_epochs`);
+    `config.given(KEY)` is the value as given (None: derived). Frozen: `with_hparams`
     makes a changed copy (not `dataclasses.replace`, whose fields are the sections).
 
     Args:
@@ -216,6 +184,7 @@ class FinetuningConfig(SectionedConfig):
     """
 
     SECTIONS = SECTIONS
+    DEBUG_PRESET = DEBUG_PRESET
 
     model_name: str
     data_dir: str
@@ -229,89 +198,55 @@ class FinetuningConfig(SectionedConfig):
     compat: CompatHparams
 
     def __init__(self, model_name: str, data_dir: str, **hparams: Any):
-        self._build(model_name, data_dir, hparams, explicit=hparams)
+        built = type(self).from_flat(model_name, data_dir, hparams)
+        for name, value in vars(built).items():
+            object.__setattr__(self, name, value)
 
     @classmethod
-    def from_flat(
-        cls,
-        model_name: str,
-        data_dir: str,
-        hparams: Optional[Mapping[str, Any]] = None,
-        explicit: Optional[Iterable[str]] = None,
-    ) -> "FinetuningConfig":
-        """A config from flat hparams; only the keys in `explicit` (default: all of `hparams`)
-        warn (compat keys): pass `explicit=()` for a config read back from a run's config.json,
-        which records every key."""
-        hparams = dict(hparams or {})
-        config = cls.__new__(cls)
-        config._build(model_name, data_dir, hparams, hparams if explicit is None else explicit)
-        return config
-
-    def _build(self, model_name, data_dir, hparams: Mapping[str, Any], explicit) -> None:
-        flat = dict(DEBUG_PRESET) if hparams.get("debug") is True else {}
-        flat = self.read_nulls({**flat, **hparams})
-        sections = from_flat(SECTIONS, flat, explicit=list(explicit))
-        object.__setattr__(self, "model_name", model_name)
-        object.__setattr__(self, "data_dir", data_dir)
-        for name, section in sections.items():
-            object.__setattr__(self, name, section)
-        if not self.task_names:
+    def resolve(
+        cls, model_name: str, data_dir: str, sections: dict[str, Any], hparams: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The derived values (see the module docstring): the task names as a list; from the
+        tasks (custom tasks' task.json read here, once) the epochs, sequence length and
+        learning rate; from the model size the learning rate, layer-wise decay and embedding
+        size; the pretrained model's directory as init_checkpoint."""
+        m, o, p = sections["model"], sections["optimization"], sections["paths"]
+        names = m.task_names
+        names = [t for t in names.split(",") if t] if isinstance(names, str) else list(names)
+        if not names:
             raise UserError("task_names is empty")
-        if not all(isinstance(t, str) for t in self.task_names):
-            raise UserError(f"hparam task_names: expected names (strings), got {self.task_names}")
-        # the default seed is not a choice made for determinism: the user names one
-        require_seed(self.deterministic, flat.get("seed"))
-        self._validate()
-
-    # -- derived values ---------------------------------------------------------------------------
-
-    @property
-    def task_names(self) -> list[str]:
-        names = self.model.task_names
-        if isinstance(names, str):
-            return [t for t in names.split(",") if t]
-        return list(names)
-
-    @property
-    def num_train_epochs(self) -> float:
-        given = self.optimization.num_train_epochs
-        if given is None:
-            return registry.task_defaults(self.task_names, self.data_dir).num_train_epochs
-        return given
-
-    @property
-    def max_seq_length(self) -> int:
-        given = self.model.max_seq_length
-        if given is None:
-            return registry.task_defaults(self.task_names, self.data_dir).max_seq_length
-        return given
-
-    @property
-    def learning_rate(self) -> float:
-        given = self.optimization.learning_rate
-        if given is None:
-            given = registry.task_learning_rate(self.task_names, self.data_dir)
-        return SIZE_LEARNING_RATES[self.model_size] if given is None else given
-
-    @property
-    def layerwise_lr_decay(self) -> float:
-        given = self.optimization.layerwise_lr_decay
-        if given is None:
-            return 0.9 if self.model_size == "large" else 0.8
-        return given
-
-    @property
-    def embedding_size(self) -> Optional[int]:
-        given = self.model.embedding_size
-        return 128 if given is None and self.model_size == "small" else given
+        if not all(isinstance(t, str) for t in names):
+            raise UserError(f"hparam task_names: expected names (strings), got {names}")
+        derive = m.max_seq_length is None or o.num_train_epochs is None
+        tasks = task_defaults(names, data_dir) if derive else None
+        rate = o.learning_rate
+        if rate is None:
+            rate = task_learning_rate(names, data_dir)
+        sections["model"] = dataclasses.replace(
+            m,
+            task_names=names,
+            max_seq_length=tasks.max_seq_length if m.max_seq_length is None else m.max_seq_length,
+            embedding_size=size_embedding_size(m.model_size, m.embedding_size),
+        )
+        decay = o.layerwise_lr_decay
+        sections["optimization"] = dataclasses.replace(
+            o,
+            num_train_epochs=(
+                tasks.num_train_epochs if o.num_train_epochs is None else o.num_train_epochs
+            ),
+            learning_rate=SIZE_LEARNING_RATES[m.model_size] if rate is None else rate,
+            layerwise_lr_decay=(0.9 if m.model_size == "large" else 0.8)
+            if decay is None
+            else decay,
+        )
+        sections["paths"] = dataclasses.replace(
+            p, init_checkpoint=p.init_checkpoint or run_dir.model_dir(data_dir, model_name)
+        )
+        return sections
 
     @property
     def pretrained_model_dir(self) -> str:
         return run_dir.model_dir(self.data_dir, self.model_name)
-
-    @property
-    def init_checkpoint(self) -> str:
-        return self.paths.init_checkpoint or self.pretrained_model_dir
 
     @property
     def run_path(self) -> str:
@@ -328,7 +263,7 @@ class FinetuningConfig(SectionedConfig):
     def trial_seed(self, trial: int) -> Optional[int]:
         return None if self.seed is None else int(self.seed) + trial
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         for key in ("train_batch_size", "eval_batch_size", "predict_batch_size", "max_seq_length"):
             if int(getattr(self, key)) < 1:
                 raise UserError(f"{key} must be positive, got {getattr(self, key)}")

@@ -27,7 +27,7 @@ def resolve_vocab_file(config: FinetuningConfig) -> str:
         candidates = [config.vocab_file]
     else:
         candidates = [config.run.vocab_path, os.path.join(config.data_dir, run_dir.VOCAB_FILE)]
-        if config.paths.init_checkpoint and run_dir.foreign_dirs(config.init_checkpoint):
+        if config.given("init_checkpoint") and run_dir.foreign_dirs(config.init_checkpoint):
             beside = locate.vocab_beside(config.init_checkpoint)
             candidates = ([beside] if beside else []) + candidates
     for path in candidates:

@@ -167,7 +167,7 @@ def run_finetuning(config: FinetuningConfig) -> dict[str, Any]:
         )
     model_config = load_model_config(config, checkpoint)
     positions = model_config.max_position_embeddings
-    if config.model.max_seq_length is None and config.max_seq_length > positions:
+    if config.given("max_seq_length") is None and config.max_seq_length > positions:
         log(
             f"max_seq_length: the tasks' default {config.max_seq_length} exceeds the model's "
             f"max_position_embeddings; using {positions}"

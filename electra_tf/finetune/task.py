@@ -34,10 +34,8 @@ FeatureSpec = dict[str, tuple[tuple[int, ...], Any]]  # name -> (shape without b
 class Task:
     """Base class of a fine-tuning task.
 
-    The class attributes are the run defaults of this kind of task: `default_num_train_epochs`
-    and `default_max_seq_length` (those of a single-task run; a multi-task run takes this base
-    class's, as the original: `registry.task_defaults`); `default_learning_rate` (None: the
-    model size's; the smallest one the run's tasks set wins).
+    The run defaults of each task (epochs, sequence length; a custom task's learning rate)
+    are `electra_tf.finetune.defaults`', read without TensorFlow when the config is built.
 
     Args:
         config: the run's `FinetuningConfig`.
@@ -45,9 +43,6 @@ class Task:
         tokenizer: a tokenizer with `.vocab` and `.tokenize_to_ids(list[str])`.
     """
 
-    default_num_train_epochs: float = 3.0
-    default_max_seq_length: int = 128
-    default_learning_rate: Optional[float] = None
     # what the SavedModel's export_config.json calls this kind ("classification", ...)
     export_kind: Optional[str] = None
 

@@ -2,10 +2,10 @@
 
 `analytic`: per-layer FLOPs in the conventions of the original `flops_computation.py`;
 `paper`: its table of the paper's named runs; `profiler`: `tf.compat.v1.profiler` counts of a
-traced function. The per-objective count from model configs is
-`electra_tf.objectives.network_flops_per_step`; the count of a `PretrainingConfig`'s step,
-in both conventions, the one every caller uses, is `electra_tf.flops.pretraining` (not imported
-here: it reads the config, whose module imports this package's analytic counts).
+traced function; `finetuning`: a built fine-tuning model's step. Above this package: the
+per-objective count from model configs (`electra_tf.objectives.network_flops_per_step`) and the
+count of a `PretrainingConfig`'s step in both conventions, the one every caller uses
+(`electra_tf.pretraining_networks.step_flops`).
 """
 
 from electra_tf.flops.analytic import (

@@ -20,9 +20,8 @@ figures reproduce the paper's compute column exactly:
 All per-sequence figures are forward FLOPs for one sequence of `s` tokens.
 
 The FLOPs of this project's pretraining step: for a `PretrainingConfig` in
-`electra_tf.flops.pretraining` (the one count callers use), over the per-objective arithmetic of
-`electra_tf.objectives.network_flops_per_step`;
-profiler counts of the real graph in `electra_tf.flops.profiler`
+`electra_tf.pretraining_networks` (the one count callers use), over the per-objective
+arithmetic of `electra_tf.objectives.network_flops_per_step`; profiler counts of the real graph in `electra_tf.flops.profiler`
 and `electra_tf.train.profiling`; docs/FLOPS.md compares the two.
 """
 
@@ -33,6 +32,11 @@ from typing import Any
 from electra_tf.errors import UserError
 from electra_tf.model_config import BERT_VOCAB_SIZE
 
+# the two conventions of a training step's count (`StepFlops`): the paper's (lookups as one-hot
+# products, backward = forward: its compute column) and the real one (lookups as gathers,
+# backward = 2x forward: the step's arithmetic, for FLOP/s and MFU)
+PAPER = dict(sparse_embed_lookup=False, backward_factor=1.0)
+REAL = dict(sparse_embed_lookup=True, backward_factor=2.0)
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
 ACTIVATION_FLOPS = 8
@@ -258,6 +262,14 @@ def electra_train_flops(
     return disc.train_flops(
         batch_size, train_steps, discriminator=True, backward_factor=backward_factor
     ) + gen.train_flops(batch_size, train_steps, backward_factor=backward_factor)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepFlops:
+    """FLOPs of one training step (the whole global batch) in both conventions."""
+
+    paper: float
+    real: float
 
 
 def dense_flops(in_features: int, out_features: int, tokens: int = 1, bias: bool = True) -> int:

@@ -1,4 +1,4 @@
-"""The FLOPs of one fine-tuning step, in the two conventions of `flops.pretraining` (paper:
+"""The FLOPs of one fine-tuning step, in the two conventions of `flops.analytic.StepFlops` (paper:
 lookups as one-hot products, backward = forward; real: lookups as gathers, backward = 2x
 forward, the one the log's FLOP rate and MFU use).
 
@@ -10,8 +10,7 @@ for the others (tagging, QA). Every head runs on every example (a multi-task bat
 heads and keeps each example's own), so all are counted.
 """
 
-from electra_tf.flops.analytic import transformer_flops_from_config
-from electra_tf.flops.pretraining import PAPER, REAL, StepFlops
+from electra_tf.flops.analytic import PAPER, REAL, StepFlops, transformer_flops_from_config
 
 
 def head_flops_per_sequence(head, seq_len: int) -> int:

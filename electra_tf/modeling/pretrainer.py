@@ -5,7 +5,7 @@ The generator and discriminator are encoders built separately and passed in; the
 losses and the metrics (the split of TF Model Garden's pretrainer and task).
 """
 
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 import keras
 import numpy as np
@@ -14,8 +14,8 @@ import tensorflow as tf
 from electra_tf import masking
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import MaskedLMHead
+from electra_tf.modeling.stages import DiscriminatorInputs, GeneratorOutputs
 from electra_tf.modeling.two_tower import TwoTowerClozeGenerator
-from electra_tf.objectives import DiscriminatorInputs, GeneratorOutputs, Objective
 
 # purposes of the counter-based randomness (see masking.random_key)
 RANDOM_MASKING = 0
@@ -61,7 +61,7 @@ class ElectraPretrainer(keras.Model):
         self,
         discriminator: TransformerEncoder,
         generator: Optional[TransformerEncoder],
-        objective: Objective,
+        objective: Any,
         special_ids: Dict[str, int],
         temperature: float = 1.0,
         disallow_correct: bool = False,

@@ -1,7 +1,9 @@
-"""Pretraining objectives: the registry that hparam validation, FLOP counting, `--describe` and
-the experiments read. Objective names are compared only in this package.
+"""Pretraining objectives: the registry that FLOP counting, `--describe` and the experiments read
+(hparam validation reads `electra_tf.objective_specs`, which names them without TensorFlow).
+Objective names are compared only in this package.
 
-Adding an objective: a module with an `Objective` subclass, and one line in `REGISTRY`.
+Adding an objective: a module with an `Objective` subclass, its spec in
+`objective_specs.SPECS`, and one line in `CLASSES`.
 
 Example:
     >>> objective = build("electra_15", max_predictions=19)
@@ -12,7 +14,12 @@ Example:
 from typing import Any, Dict, Optional, Type
 
 from electra_tf.errors import UserError
-from electra_tf.flops.analytic import TwoTowerFlops, transformer_flops_from_config
+from electra_tf.flops.analytic import (
+    TwoTowerFlops,
+    max_predictions_per_seq,
+    transformer_flops_from_config,
+)
+from electra_tf.objective_specs import LABELS, NAMES, resolve
 from electra_tf.objectives.adversarial import AdversarialReplacedTokenDetection
 from electra_tf.objectives.all_tokens_mlm import AllTokensMLM
 from electra_tf.objectives.base import DiscriminatorInputs, GeneratorOutputs, Objective
@@ -24,25 +31,20 @@ from electra_tf.objectives.replaced_token_detection import (
     ReplacedTokenDetectionMaskedOnly,
 )
 
-# the `objective` hparam -> its class, and the name the paper's Table 5 gives it
-REGISTRY: Dict[str, Type[Objective]] = {
+# each objective of `objective_specs.SPECS` -> its class
+CLASSES: Dict[str, Type[Objective]] = {
     "electra": ReplacedTokenDetection,
     "mlm": BertMaskedLM,
     "electra_15": ReplacedTokenDetectionMaskedOnly,
     "replace_mlm": ReplaceMLM,
     "all_tokens_mlm": AllTokensMLM,
     "electric": Electric,
+    "adversarial": AdversarialReplacedTokenDetection,
+    "adversarial_15": AdversarialReplacedTokenDetection,
+    "original_mlm": OriginalMaskedLM,
 }
-LABELS = {
-    "electra": "ELECTRA",
-    "mlm": "masked LM (BERT)",
-    "electra_15": "ELECTRA 15%",
-    "replace_mlm": "Replace MLM",
-    "all_tokens_mlm": "All-Tokens MLM",
-    "electric": "Electric",
-}
-NAMES = tuple(REGISTRY)
-ADVERSARIAL = (ReplacedTokenDetection, ReplacedTokenDetectionMaskedOnly)
+# the `objective` hparam -> its class
+REGISTRY: Dict[str, Type[Objective]] = {name: CLASSES[name] for name in NAMES}
 
 __all__ = [
     "NAMES",
@@ -64,44 +66,11 @@ def objective_class(
     electric_objective: bool = False,
 ) -> Type[Objective]:
     """The class for the `objective`, `electra_objective`, `adversarial_generator` and
-    `electric_objective` hparams; an impossible combination is a UserError saying why.
-    `electric_objective` (the original's key) is `objective=electric`, whatever
-    `electra_objective` says (the original's README sets it false beside it)."""
-    if objective not in REGISTRY:
-        raise UserError(f"objective {objective!r} is not one of {', '.join(NAMES)}")
-    if electric_objective or REGISTRY[objective] is Electric:
-        if REGISTRY[objective] not in (Electric, ReplacedTokenDetection):
-            raise UserError(
-                f"electric_objective=true cannot be combined with objective {objective!r}"
-            )
-        if adversarial_generator:
-            raise UserError(
-                "adversarial_generator cannot be combined with Electric (its generator is "
-                "trained by the cloze loss)"
-            )
-        return Electric
-    if not electra_objective:
-        if objective != "electra":
-            raise UserError(
-                "electra_objective=false (the original's masked LM, 85% [MASK] / 15% kept) "
-                f"cannot be combined with objective {objective!r}; objective=mlm is BERT's "
-                "masked LM (80/10/10)"
-            )
-        if adversarial_generator:
-            raise UserError(
-                "adversarial_generator needs objective electra or electra_15 (a discriminator "
-                "to fool), got 'electra' with electra_objective=false"
-            )
-        return OriginalMaskedLM
-    cls = REGISTRY[objective]
-    if adversarial_generator:
-        if cls not in ADVERSARIAL:
-            raise UserError(
-                "adversarial_generator needs objective electra or electra_15 (a discriminator "
-                f"to fool), got {objective!r}"
-            )
-        return AdversarialReplacedTokenDetection
-    return cls
+    `electric_objective` hparams (`objective_specs.resolve`: an impossible combination is a
+    UserError saying why)."""
+    return CLASSES[
+        resolve(objective, electra_objective, adversarial_generator, electric_objective).key
+    ]
 
 
 def build(
@@ -113,10 +82,10 @@ def build(
 ) -> Objective:
     """An objective instance; `kwargs` are `Objective`'s (gen_weight, disc_weight, mask_prob,
     max_predictions)."""
-    cls = objective_class(objective, electra_objective, adversarial_generator, electric_objective)
+    key = resolve(objective, electra_objective, adversarial_generator, electric_objective).key
+    cls = CLASSES[key]
     if cls is AdversarialReplacedTokenDetection:
-        masked_only = REGISTRY[objective] is ReplacedTokenDetectionMaskedOnly
-        return cls(masked_positions_only=masked_only, **kwargs)
+        return cls(masked_positions_only=key == "adversarial_15", **kwargs)
     return cls(**kwargs)
 
 
@@ -159,8 +128,6 @@ def network_flops_per_step(
         two_tower_generator: the generator is the two-tower cloze model (`gen_config` is one
             tower's): both towers, and the cloze head at every position (Electric's).
     """
-    from electra_tf.flops.analytic import max_predictions_per_seq
-
     obj = objective_class(objective, electra_objective, electric_objective=electric_objective)()
     if output_frac is None:
         output_frac = max_predictions_per_seq(seq_len, mask_prob) / seq_len

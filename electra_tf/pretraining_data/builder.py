@@ -37,6 +37,7 @@ from electra_tf.pretraining_data.layout import (
     temporary_name,
 )
 from electra_tf.pretraining_data.segmentation import load_segmenter, segmenter_version
+from electra_tf.pretraining_data.tfrecord_check import check_tfrecords, scan_shards
 from electra_tf.run_lock import RunLock
 
 
@@ -283,8 +284,6 @@ def index_dataset(
     """Writes a dataset_info.json for TFRecords made elsewhere (the original's builder writes
     none, and the trainer requires one): their schema is checked and every shard read, its
     records counted; the info says `"indexed": true` (no corpus counts, no token_counts.txt)."""
-    from electra_tf.pretraining_data.tfrecord_check import check_tfrecords, scan_shards
-
     existing = find_dataset_info(output_dir, False)
     if existing is not None and not overwrite:
         raise UserError(f"{existing} exists; pass --overwrite=true to replace it")

@@ -4,10 +4,10 @@ a config, without training."""
 import json
 import os
 
-from electra_tf import vocab
-from electra_tf.flops.pretraining import step_flops
+from electra_tf import pretraining_networks, vocab
 from electra_tf.modeling import builders
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import step_flops
 
 
 def describe(config: PretrainingConfig) -> dict:
@@ -21,7 +21,7 @@ def describe(config: PretrainingConfig) -> dict:
         special = vocab.special_token_ids(tokens, vocab_file)
     else:
         special = dict(vocab.BERT_UNCASED_SPECIAL_IDS)
-    model = builders.build_pretrainer(config, vocab_size, special)
+    model = pretraining_networks.build_pretrainer(config, vocab_size, special)
     d = config.to_flat()
     disc, gen = config.model_configs(vocab_size)
     d["model_config"] = disc.to_dict()

@@ -7,12 +7,11 @@ import tensorflow as tf
 
 from electra_tf import vocab
 from electra_tf.flops.analytic import config_value
-from electra_tf.flops.pretraining import pretraining_flops_per_step
 from electra_tf.flops.profiler import profile_function_flops
 from electra_tf.model_config import SHAPE_KEYS
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.optimization import make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer, pretraining_flops_per_step
 from electra_tf.train.loop import LoopSettings, TrainingLoop, TrainingTask
 
 
@@ -32,7 +31,7 @@ def profile_pretraining_flops(
       * train step: the training loop's own step (`train.step.TrainStep.replica_step`: the same
         forward, the gradients of the loss with respect to every trainable variable, global-norm
         clipping and the configured optimizer's update), on one replica.
-    The analytic figures are `flops.pretraining`'s count with `sparse_embed_lookup=True` (the
+    The analytic figures are `pretraining_networks`'s count with `sparse_embed_lookup=True` (the
     model gathers its embeddings): every objective and generator the config can build.
 
     Returns a dict with profiler_forward_flops, analytic_forward_flops, forward_ratio,

@@ -21,12 +21,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import run_dir, vocab
+from electra_tf import pretraining_networks, run_dir, vocab
 from electra_tf.checkpoint import locate
 from electra_tf.checkpoint.manager import warm_start_and_log
 from electra_tf.errors import UserError
-from electra_tf.flops.pretraining import step_flops
-from electra_tf.modeling import builders
 from electra_tf.optimization import embedding_lr_multipliers, make_optimizer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data import count_vectors
@@ -110,7 +108,7 @@ class Trainer(TrainingTask):
         keras.utils.set_random_seed(int(c.general.seed))  # same initial weights for a given seed
         o = c.optimization
         with self.strategy.scope():
-            self.model = builders.build_pretrainer(c, self.vocab_size, self.special_ids)
+            self.model = pretraining_networks.build_pretrainer(c, self.vocab_size, self.special_ids)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
             n = o.two_stage_steps
             self.two_stage = two_stage.TwoStage(self.model, n) if n else None
@@ -125,7 +123,7 @@ class Trainer(TrainingTask):
                 ),
                 bias_correction=o.adam_bias_correction,
             )
-        flops = step_flops(c, self.vocab_size)
+        flops = pretraining_networks.step_flops(c, self.vocab_size)
         # the paper's convention (lookups as dense products, backward = forward): train_flops
         self.flops_per_step = flops.paper
         # the step's real arithmetic (lookups as gathers, backward = 2x forward): FLOP/s, MFU

@@ -241,14 +241,13 @@ class MNLI(GlueTask):
 
 
 class RTE(GlueTask):
-    default_num_train_epochs = 10.0  # as the original: its train set is small
     label_list = ("entailment", "not_entailment")
     train_dev = Columns(a=1, b=2, label=3)
     test = Columns(a=1, b=2, label=None)
 
 
 class QNLI(RTE):
-    default_num_train_epochs = 3.0  # RTE's layout, not its epochs
+    """RTE's layout; its run defaults are GLUE's, not RTE's (`finetune.defaults`)."""
 
 
 class WNLI(GlueTask):
@@ -257,7 +256,6 @@ class WNLI(GlueTask):
 
 
 class STS(GlueTask):
-    default_num_train_epochs = 10.0  # as the original
     is_regression = True
     train_dev = Columns(a=-3, b=-2, label=-1)
     test = Columns(a=-2, b=-1, label=None)

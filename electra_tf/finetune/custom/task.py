@@ -209,7 +209,8 @@ _CLASSES: dict[tuple, type] = {}  # (task.json path, mtime, size) -> its task cl
 
 def custom_task_class(data_dir: str, name: str) -> Optional[type]:
     """The task class of `DATA_DIR/finetuning_data/NAME/task.json`, or None when there is none;
-    its defaults (max_seq_length, num_train_epochs, learning_rate) are the spec's."""
+    its run defaults (max_seq_length, num_train_epochs, learning_rate) are the spec's
+    (`finetune.defaults`)."""
     path = spec_path(data_dir, name)
     try:
         st = os.stat(path)
@@ -219,10 +220,6 @@ def custom_task_class(data_dir: str, name: str) -> Optional[type]:
     if key not in _CLASSES:
         spec = read_spec(path, name)
         base = CustomTaggingTask if spec.type == "tagging" else CustomTextTask
-        attrs: dict[str, Any] = {"spec": spec, "default_learning_rate": spec.learning_rate}
-        if spec.max_seq_length is not None:
-            attrs["default_max_seq_length"] = spec.max_seq_length
-        if spec.num_train_epochs is not None:
-            attrs["default_num_train_epochs"] = spec.num_train_epochs
+        attrs: dict[str, Any] = {"spec": spec}
         _CLASSES[key] = type(f"CustomTask_{name}", (base,), attrs)
     return _CLASSES[key]

@@ -25,10 +25,8 @@ from electra_tf.finetune.task import FeatureSpec, Task, split_path
 
 class QATask(Task):
     """A span-extraction QA task (SQuAD or MRQA layout); alone in a run, its defaults are 2
-    epochs and windows of 512 tokens."""
+    epochs and windows of 512 tokens (`finetune.defaults`)."""
 
-    default_num_train_epochs = 2.0
-    default_max_seq_length = 512
     export_kind = "qa"
 
     def __init__(
@@ -150,11 +148,7 @@ class NewsQA(QATask):
 
 
 class NaturalQuestions(QATask):
-    # the GLUE defaults, as the original (and this project until the kinds declared them): its
-    # test for a QA task ("squad" or "qa" in the name) misses "naturalqs"
-    default_num_train_epochs = Task.default_num_train_epochs
-    default_max_seq_length = Task.default_max_seq_length
-
+    # its run defaults are the GLUE ones, as the original's (`finetune.defaults`)
     def __init__(self, config: Any, name: str = "naturalqs", tokenizer: Any = None):
         super().__init__(config, name, tokenizer, mrqa=True)
 

@@ -89,7 +89,6 @@ def to_bioes(tags: list[str]) -> list[str]:
 class TaggingTask(Task):
     """A span-level tagging task (chunk, ner)."""
 
-    default_max_seq_length = 256  # as the original: sentences of sub-tokens run long
     export_kind = "tagging"
     force_lower_case = False
 
