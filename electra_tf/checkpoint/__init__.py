@@ -1,5 +1,7 @@
 """Checkpoints, one module a job:
 
+- `locate`: from a path to a checkpoint prefix (this project's, an original release, Hugging
+  Face directories, a keras-hub preset), the config and vocab beside it, any config.json read;
 - `files`: a checkpoint's files on disk: complete or not, the newest complete one of a
   directory, saves that lose nothing when the disk fills up;
 - `restore`: restoring into built variables, from this project's object-based checkpoints and by
