@@ -12,6 +12,9 @@ from typing import Optional
 
 from electra_tf import data_layout
 from electra_tf.demo import DEMO_FILES, REPO, movie_task
+from electra_tf.finetune.config import FinetuningConfig
+from electra_tf.finetune.pretrained import with_pretrained_size
+from electra_tf.finetune.runner import run_finetuning
 from electra_tf.io_utils import read_json
 
 DEMO_LABELS = "300"
@@ -31,8 +34,6 @@ def demo_runs(overrides: dict, data_dir: str, model_name: str) -> list:
     """[(what, model_name, hparams)] of the demo's fine-tunings, in the order they run: the
     experiment's hparams for seed DEMO_SEED at DEMO_LABELS labels (the recipe's epochs scaled to
     the same number of updates), then `--hparams` (`overrides`)."""
-    from electra_tf.finetune.pretrained import with_pretrained_size
-
     pool_size = len(movie_task.task_rows(BUNDLED_SST)[1])
 
     def recipe(arm: str, **paths) -> dict:
@@ -68,9 +69,6 @@ def kept_accuracy(config, hparams: dict) -> Optional[float]:
 
 def run(overrides: dict, data_dir: str, model_name: str) -> None:
     """Runs the demo in DATA_DIR (its sst task: the 300 sentences) next to MODEL_NAME."""
-    from electra_tf.finetune.config import FinetuningConfig
-    from electra_tf.finetune.runner import run_finetuning
-
     task = movie_task.write_sst_task(data_dir, BUNDLED_SST, "dev", DEMO_LABELS, DEMO_SEED)
     print(f"demo: {DEMO_LABELS} labelled movie sentences (seed {DEMO_SEED}'s subset, as "
           f"experiments/transfer.py draws it) in {task}; scored on the dev sentences", flush=True)  # fmt: skip

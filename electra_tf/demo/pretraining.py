@@ -5,7 +5,7 @@ Wikipedia text with the vocab learned from that text (nothing fetched)."""
 
 import os
 
-from electra_tf import data_layout
+from electra_tf import data_layout, pretraining_data
 from electra_tf.demo import DEMO_FILES, REPO
 from electra_tf.io_utils import copy_file_atomically, read_json
 from electra_tf.recipes import schedule_for_steps
@@ -37,8 +37,6 @@ def hparams(overrides: dict) -> dict:
 
 def prepare_data(data_dir: str, max_seq_length: int) -> None:
     """Copies the demo's vocab and builds TFRecords from the bundled corpora, once."""
-    from electra_tf import pretraining_data
-
     os.makedirs(data_dir, exist_ok=True)
     vocab = data_layout.vocab_file(data_dir)
     if not os.path.exists(vocab):
