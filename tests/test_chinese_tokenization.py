@@ -13,7 +13,7 @@ import tensorflow as tf
 from electra_tf import export, run_dir
 from electra_tf.checkpoint import load_model
 from electra_tf.io_utils import read_json
-from electra_tf.modeling.builders import build_pretrainer
+from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.tokenization import BasicTokenizer, FullTokenizer, ReferenceTokenizer
 from electra_tf.tokenization.reference import is_chinese_char

@@ -16,7 +16,7 @@ from harness import SPECIAL, TINY, VOCAB
 
 from electra_tf import masking
 from electra_tf.errors import UserError
-from electra_tf.modeling.builders import build_pretrainer
+from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data import (
     ExampleBuilder,

@@ -107,7 +107,7 @@ def network_flops_per_step(
     """FLOPs of one pretraining step (whole batch) of the networks with these model configs.
 
     The count of a `PretrainingConfig`'s step, which every caller uses, is
-    `electra_tf.flops.pretraining.pretraining_flops_per_step` (it derives these arguments from
+    `electra_tf.pretraining_networks.pretraining_flops_per_step` (it derives these arguments from
     the config); this is the per-objective arithmetic beneath it.
 
     Args:
