@@ -4,7 +4,7 @@ checkpoint layout, in the Hugging Face layout, or as a keras-hub preset.
 
     python export_model.py --checkpoint=DATA_DIR/models/NAME --export_dir=OUT \\
         [--head=discriminator|generator|encoder] \\
-        [--format=saved_model|original_checkpoint|huggingface] \\
+        [--format=saved_model|original_checkpoint|huggingface|keras_hub|onnx|litert] \\
         [--model_config=CONFIG.json] [--vocab_file=vocab.txt] [--max_seq_length=128]
 
 The model config defaults to the `config.json` (or `bert_config.json`) beside the checkpoint and
@@ -25,6 +25,14 @@ as a keras-hub preset (keras_hub.models.ElectraBackbone / ElectraTokenizer.from_
 no keras-hub needed to write it). keras-hub applies the tanh approximation of GELU: an exact-GELU
 model ("gelu") is refused unless --allow_activation_change, which prints the largest difference
 on a probe batch; pooled_dense, which ELECTRA lacks, is written freshly initialised.
+
+`--format=onnx` writes `model.onnx` (opset 17; ids in: int32 input_ids, input_mask,
+segment_ids [batch, length]; the outputs of `serving_default` below), which `onnxruntime` runs
+without TensorFlow, PyTorch or transformers; `--format=litert` writes `model.tflite` (ids in,
+TFLite builtin ops only; text in does not convert, see docs/SERVING.md) and, with
+`--quantize=dynamic_int8`, also `model_dynamic_int8.tflite` (int8 weights). Both write
+`vocab.txt` and `export_config.json` beside the model, and need `pip install
+'electra_tf[serving]'` (onnx, onnxruntime; LiteRT conversion needs TensorFlow only).
 
 The SavedModel's signatures: `serving_default` (int32
 input_ids, input_mask, segment_ids), `serve_text` (strings) and `serve_text_pair` (two string
@@ -80,8 +88,14 @@ flags.DEFINE_string("export_dir", None, "Output directory (must not exist or be 
 flags.DEFINE_enum(
     "format",
     "saved_model",
-    ["saved_model", "original_checkpoint", "huggingface", "keras_hub"],
+    ["saved_model", "original_checkpoint", "huggingface", "keras_hub", "onnx", "litert"],
     "Format.",
+)
+flags.DEFINE_enum(
+    "quantize",
+    "none",
+    ["none", "dynamic_int8"],
+    "--format=litert: also write model_dynamic_int8.tflite (dynamic-range int8 weights).",
 )
 flags.DEFINE_bool(
     "allow_activation_change",
@@ -133,6 +147,8 @@ def main() -> None:
     from electra_tf.checkpoint import load_model, locate
 
     export.check_export_dir(FLAGS.export_dir)
+    if FLAGS.quantize != "none" and FLAGS.format != "litert":
+        raise UserError("--quantize applies to --format=litert only")
     prefix = locate.resolve_checkpoint(FLAGS.checkpoint)
     if FLAGS.model_config and run_dir.foreign_dirs(prefix):
         raise UserError(f"{prefix}: --model_config does not apply (its config.json is the model's)")
@@ -160,6 +176,26 @@ def main() -> None:
             loaded, FLAGS.head, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case
         )
         print(f"wrote the {FLAGS.head} ({len(names)} tensors) to {FLAGS.export_dir}")
+    elif FLAGS.format in ("onnx", "litert"):
+        check_vocab_found(vocab_file, prefix, run_dir)
+        loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
+        print(loaded.report.summary(), flush=True)
+        if FLAGS.format == "onnx":
+            paths = [
+                export.export_onnx(
+                    loaded, FLAGS.head, FLAGS.export_dir, vocab_file, FLAGS.do_lower_case
+                )
+            ]
+        else:
+            paths = export.export_litert(
+                loaded,
+                FLAGS.head,
+                FLAGS.export_dir,
+                vocab_file,
+                FLAGS.do_lower_case,
+                FLAGS.quantize,
+            )
+        print(f"wrote the {FLAGS.head} as {', '.join(paths)}")
     elif FLAGS.format == "keras_hub":
         loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)

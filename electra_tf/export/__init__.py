@@ -10,7 +10,10 @@
 * `huggingface`: `export_huggingface`, one network and its head in `save_pretrained`'s layout
   (config.json, model.safetensors, tokenizer files), which `transformers` loads;
 * `keras_hub`: `export_keras_hub`, the encoder as a keras-hub ElectraBackbone preset
-  (config.json, model.weights.h5, tokenizer files), which `keras_hub` loads.
+  (config.json, model.weights.h5, tokenizer files), which `keras_hub` loads;
+* `onnx_graph`: `export_onnx`, `model.onnx` written op by op with `onnx.helper` (ids in), which
+  `onnxruntime` runs;
+* `litert`: `export_litert`, `model.tflite` (and a dynamic-range int8 variant), ids in.
 """
 
 from electra_tf.export.common import check_export_dir, check_vocab
@@ -24,6 +27,8 @@ from electra_tf.export.finetuned import (
 )
 from electra_tf.export.huggingface import export_huggingface
 from electra_tf.export.keras_hub import export_keras_hub
+from electra_tf.export.litert import export_litert
+from electra_tf.export.onnx_graph import export_onnx
 from electra_tf.export.original import export_original_checkpoint
 from electra_tf.export.pretrained import ServingModule, export_saved_model
 
@@ -36,6 +41,8 @@ __all__ = [
     "export_finetuned_saved_model",
     "export_huggingface",
     "export_keras_hub",
+    "export_litert",
+    "export_onnx",
     "export_original_checkpoint",
     "export_saved_model",
     "finetuned_signature_names",

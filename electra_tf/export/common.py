@@ -1,6 +1,7 @@
 """What every export checks and writes: an empty export directory, a vocab that fits the model
 (with the special tokens the text signatures pack), and the SavedModel's `assets.extra/` files."""
 
+import importlib
 import os
 from typing import Any
 
@@ -11,6 +12,17 @@ from electra_tf.model_config import ModelConfig
 
 EXTRA_DIR = "assets.extra"  # beside the SavedModel's assets; TensorFlow leaves it alone
 SERVING_SPECIAL = ("cls", "sep", "pad")  # what `electra_tf.packing` lays out
+SERVING_EXTRA = "serving"  # pyproject's optional dependencies of the ONNX and LiteRT exports
+
+
+def require_optional(module: str, purpose: str):
+    """Imports an optional dependency; a missing one is one error line naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(
+            f"{purpose} needs the {module} package: pip install 'electra_tf[{SERVING_EXTRA}]'"
+        ) from None
 
 
 def check_export_dir(export_dir: str) -> None:

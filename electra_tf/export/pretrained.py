@@ -112,6 +112,20 @@ class IdsServingModule(ServingModule):
         super().__init__(encoder, head, None, 0, {})
 
 
+def network_and_head(
+    loaded: load_model.Loaded, head: str
+) -> tuple[TransformerEncoder, Optional[keras.layers.Layer]]:
+    """The encoder and head layer that `head` (discriminator | generator | encoder) serves."""
+    nets = loaded.networks
+    encoder = nets.generator if head == "generator" else nets.discriminator
+    layer = {
+        "discriminator": nets.discriminator_predictions,
+        "generator": nets.generator_predictions,
+        "encoder": None,
+    }[head]
+    return encoder, layer
+
+
 def export_saved_model(
     loaded: load_model.Loaded,
     head: str,
@@ -124,8 +138,7 @@ def export_saved_model(
     None: 128, or max_position_embeddings where that is smaller. `vocab_file` None: the ids
     signature only."""
     check_export_dir(export_dir)
-    nets = loaded.networks
-    encoder = nets.generator if head == "generator" else nets.discriminator
+    encoder, head_layer = network_and_head(loaded, head)
     if max_seq_length is None:
         max_seq_length = min(128, encoder.config.max_position_embeddings)
     if max_seq_length < 3 or max_seq_length > encoder.config.max_position_embeddings:
@@ -133,11 +146,6 @@ def export_saved_model(
             f"max_seq_length {max_seq_length} is not in [3, max_position_embeddings "
             f"{encoder.config.max_position_embeddings}]"
         )
-    head_layer = {
-        "discriminator": nets.discriminator_predictions,
-        "generator": nets.generator_predictions,
-        "encoder": None,
-    }[head]
     if vocab_file is None:
         module = IdsServingModule(encoder, head_layer)
         tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})

@@ -89,7 +89,7 @@ class Embeddings(_ModelConfigSerialization, keras.layers.Layer):
         length = tf.shape(input_ids)[1]
         x = tf.gather(self.word_embeddings, input_ids)
         x += tf.gather(self.token_type_embeddings, segment_ids)
-        x += self.position_embeddings[tf.newaxis, :length]
+        x += self.position_embeddings[:length]  # broadcast over the batch (LiteRT: no newaxis)
         x = self.layer_norm(tf.cast(x, self.compute_dtype))
         seed = seeds.next() if seeds is not None else None
         return dropout(x, self.config.hidden_dropout_prob, seed)
@@ -156,7 +156,7 @@ class TransformerLayer(_ModelConfigSerialization, keras.layers.Layer):
         # additive mask over keys: 0 where attended, -10000 where padded (not -inf, as the
         # original); built here from the int mask since Keras casts float call arguments to
         # the compute dtype, and the softmax runs in float32 under mixed precision
-        mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+        mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)
         if causal_mask is not None:  # int [L, L]: query i may attend key j (ltr / rtl)
             mask *= tf.cast(causal_mask, tf.float32)[tf.newaxis, tf.newaxis]
         scores = tf.cast(scores, tf.float32) + (1.0 - mask) * -10000.0

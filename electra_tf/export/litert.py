@@ -1,0 +1,109 @@
+"""A LiteRT (TensorFlow Lite) flatbuffer of a pretrained network and its head: `model.tflite`,
+ids in (int32 `input_ids`, `input_mask`, `segment_ids` [batch, length], both dynamic), the
+`serving_default` signature's outputs (`sequence_output` and the head's logits), TFLite
+builtin ops only (no Flex delegate needed), and optionally `model_dynamic_int8.tflite`:
+dynamic-range quantization (int8 weights, float32 activations quantized on the fly).
+
+Text in does not convert: the in-graph tokenizer's normalisation (`GraphTokenizer`) uses
+`UnicodeDecode`/`UnicodeEncode`, which are neither TFLite builtins nor among
+tensorflow-text's LiteRT kernels; with SELECT_TF_OPS the file would need the Flex delegate,
+which the interpreter of the TensorFlow pip package lacks. Tokenize on the caller's side
+(`vocab.txt` is written beside the model).
+"""
+
+import os
+import tempfile
+from typing import Optional
+
+import keras
+import tensorflow as tf
+
+from electra_tf.errors import UserError
+from electra_tf.export.common import check_export_dir
+from electra_tf.export.onnx_graph import write_portable_extras
+from electra_tf.export.pretrained import network_and_head
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
+
+LITERT_FILE = "model.tflite"
+QUANTIZED_FILES = {"dynamic_int8": "model_dynamic_int8.tflite"}
+QUANTIZE_CHOICES = ("none", *QUANTIZED_FILES)
+
+
+class LiteRTModule(tf.Module):
+    """The function converted to LiteRT: the encoder and its head on ids (no assertion ops,
+    which LiteRT lacks; the caller keeps length <= max_position_embeddings).
+
+    Args:
+        encoder: a bidirectional `TransformerEncoder`.
+        head: `DiscriminatorHead`, `MaskedLMHead` or None.
+    """
+
+    def __init__(self, encoder: TransformerEncoder, head: Optional[keras.layers.Layer]):
+        super().__init__(name="electra_litert")
+        self.encoder = encoder
+        self.head = head
+        weights = encoder.weights + (head.weights if head is not None else [])
+        self.model_variables = [getattr(w, "value", w) for w in weights]  # tracked tf.Variables
+
+    @tf.function(
+        autograph=False,
+        input_signature=[
+            tf.TensorSpec([None, None], tf.int32, name="input_ids"),
+            tf.TensorSpec([None, None], tf.int32, name="input_mask"),
+            tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
+        ],
+    )
+    def serve(self, input_ids, input_mask, segment_ids):
+        seq = self.encoder(input_ids, input_mask, segment_ids, training=False)
+        out = {"sequence_output": tf.cast(seq, tf.float32)}
+        if isinstance(self.head, DiscriminatorHead):
+            logits = self.head(seq)
+            out["discriminator_logits"] = logits
+            out["discriminator_probabilities"] = tf.sigmoid(logits)
+        elif isinstance(self.head, MaskedLMHead):
+            out["mlm_logits"] = self.head(seq)
+        return out
+
+
+def convert(saved_model_dir: str, quantize: str = "none") -> bytes:
+    """The LiteRT flatbuffer of a SavedModel's signatures (builtin ops only)."""
+    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if quantize == "dynamic_int8":  # no representative dataset: dynamic-range quantization
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    return converter.convert()
+
+
+def export_litert(
+    loaded,
+    head: str,
+    export_dir: str,
+    vocab_file: Optional[str],
+    do_lower_case: Optional[bool] = None,
+    quantize: str = "none",
+) -> list[str]:
+    """Writes `model.tflite` (and with `quantize="dynamic_int8"` `model_dynamic_int8.tflite`)
+    of `head` and its extras (`write_portable_extras`); returns the model files' paths."""
+    if quantize not in QUANTIZE_CHOICES:
+        raise UserError(f"--quantize={quantize}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+    check_export_dir(export_dir)
+    encoder, head_layer = network_and_head(loaded, head)
+    if not isinstance(encoder, TransformerEncoder) or encoder.causal is not None:
+        raise UserError("--format=litert: only a bidirectional TransformerEncoder exports")
+    module = LiteRTModule(encoder, head_layer)
+    files = {LITERT_FILE: "none"}
+    if quantize != "none":
+        files[QUANTIZED_FILES[quantize]] = quantize
+    paths = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tf.saved_model.save(module, tmp, signatures={"serving_default": module.serve})
+        os.makedirs(export_dir, exist_ok=True)
+        for name, how in files.items():
+            path = os.path.join(export_dir, name)
+            with open(path, "wb") as f:
+                f.write(convert(tmp, how))
+            paths.append(path)
+    info = {"format": "litert", "files": files, "signature": "serving_default"}
+    write_portable_extras(export_dir, loaded, encoder, head, vocab_file, do_lower_case, info)
+    return paths
