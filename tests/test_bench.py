@@ -1,8 +1,10 @@
 """bench/gpu_check.sh --tiny: the GPU readiness script runs end to end on a CPU."""
 
+import importlib.util
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from harness import ENV, REPO
@@ -33,3 +35,36 @@ def test_gpu_check_tiny_runs_every_case():
         # MFU below 100% on a correct FLOP count (inference rows report latency only)
         assert "mfu" not in c or 0 < c["mfu"] < 1, c
     assert "NVIDIA A100-40GB" in p.stdout and "955 seq/s" not in p.stdout  # no Base in --tiny
+
+
+@pytest.mark.slow
+def test_serving_bench_tiny_compares_every_side_and_checks_logits():
+    p = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "bench", "serving.py"),
+            "--tiny",
+            "--iters=2",
+            "--sentences=40",
+        ],
+        env=ENV,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:] + p.stdout[-2000:]
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    cases = {(r["case"], r["side"]) for r in rows}
+    for shape in ("1x16", "1x128", "32x128"):
+        assert (shape, "SavedModel serving_default") in cases
+    for case in ("movie dev, single", "movie dev, batches of 32"):
+        assert (case, "SavedModel serve_text") in cases
+        assert all(r["sentences"] == 40 for r in rows if r["case"] == case)
+    assert ("32 pairs (movie dev)", "SavedModel serve_text_pair") in cases
+    if importlib.util.find_spec("onnxruntime"):
+        onnx_rows = [r for r in rows if r["side"] == "ONNX Runtime"]
+        assert len(onnx_rows) == 5 and all(r["max_logit_diff"] < 1e-3 for r in onnx_rows)
+    assert p.stdout.count("uptime before:") == 1 and p.stdout.count("uptime after:") == 1
+    assert "CPU: " in p.stdout and "threads per side" in p.stdout
+    assert "logits match the SavedModel's" in p.stdout

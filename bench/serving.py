@@ -1,0 +1,337 @@
+"""Serving on CPU, one alternating run: this project's SavedModel (each signature: ids, text,
+text pair; a fine-tuned classifier's with --finetuned) against ONNX Runtime (ORT_ENABLE_ALL) on
+the ONNX export of the same weights, and PyTorch eager on the Hugging Face export (only where
+torch and transformers are installed; otherwise a printed note).
+
+    nice -n 0 python bench/serving.py [--checkpoint=RUN_DIR] [--finetuned=KEPT_MODEL_DIR] \\
+        [--iters=30] [--threads=N] [--sentences=1250] [--tiny]
+
+Without --checkpoint, an ELECTRA-Small discriminator with random weights and the BERT vocab
+is built (speed does not depend on the values). Shapes: batch x length 1 x 16 and 1 x 128
+(latency: median and 99th percentile of --iters calls) and 32 x 128 (sequences/s); then the
+movie dev sentences (data/movie_sentiment/dev.tsv) as single requests and in batches of 32,
+each at its own length (ids sides: padded to the batch's longest; text sides: the strings).
+Every call of a round is made on each side in turn, so load changes hit all sides alike.
+Logits are checked against the SavedModel's (< 1e-3 over real tokens). Prints the CPU, its
+flags, the threads per side and `uptime` before and after, one JSON line per measurement,
+then a table. float32 only: bfloat16 is noted as not measured (see the printed line).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEV = os.path.join(REPO, "data", "movie_sentiment", "dev.tsv")
+BERT_VOCAB = os.path.join(REPO, "data", "vocab", "vocab.txt")
+SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+SHAPES = ((1, 16), (1, 128), (32, 128))
+LOGITS_TOLERANCE = 1e-3
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", help="a pretraining run (default: random ELECTRA-Small)")
+    p.add_argument("--finetuned", help="a kept fine-tuned classifier: its SavedModel too")
+    p.add_argument("--iters", type=int, default=30, help="timed calls per shape and side")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="intra-op threads")
+    p.add_argument("--sentences", type=int, default=1250, help="movie dev sentences used")
+    p.add_argument("--tiny", action="store_true", help="a tiny random model (the test's)")
+    return p.parse_args(argv)
+
+
+def cpu_description() -> tuple[str, set]:
+    model, flags = "unknown", set()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    return model, flags
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def random_run(directory: str, tiny: bool) -> str:
+    """A pretraining run directory: ELECTRA-Small (or tiny) with random weights, BERT vocab."""
+    import tensorflow as tf
+
+    from electra_tf import run_dir, vocab
+    from electra_tf.modeling.builders import build_pretrainer
+    from electra_tf.pretraining_config import PretrainingConfig
+
+    size = len(vocab.read_vocab(BERT_VOCAB))
+    hp = {"model_size": "small"}
+    if tiny:
+        hp.update(embedding_size=16, model_hparam_overrides=TINY, generator_hidden_size=0.5)
+    config = PretrainingConfig.from_flat("bench", "/nonexistent", hp)
+    model = build_pretrainer(config, size, SPECIAL)
+    disc, gen = config.model_configs(size)
+    os.makedirs(directory, exist_ok=True)
+    run_dir.write_run_config(
+        os.path.join(directory, "config.json"), run_dir.PRETRAINING, config.to_flat(), disc, gen
+    )
+    with (
+        open(BERT_VOCAB, encoding="utf-8") as src,
+        open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f,
+    ):
+        f.write(src.read())
+    tf.train.Checkpoint(model=model).save(os.path.join(directory, "ckpt"))
+    return directory
+
+
+def read_sentences(n: int) -> list[str]:
+    with open(DEV, encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t")[0] for line in f][1 : n + 1]
+
+
+class Sides:
+    """The runtimes under test; each side maps (ids, mask, seg) or strings to its logits."""
+
+    def __init__(self, work: str, run: str, threads: int, finetuned: str | None):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
+
+        from electra_tf import export
+        from electra_tf.checkpoint import load_model
+
+        self.notes: list[str] = []
+        self.threads = {"tensorflow": f"intra-op {threads}, inter-op 1"}
+        loaded = load_model.load_networks(run, None, "discriminator")
+        vocab_file = os.path.join(run, "vocab.txt")
+        sm = os.path.join(work, "saved_model")
+        export.export_saved_model(loaded, "discriminator", sm, vocab_file)
+        self.saved = tf.saved_model.load(sm)
+        self.export_config = json.load(open(os.path.join(sm, "assets.extra", "export_config.json")))
+        self.ids = {"SavedModel serving_default": self._tf_ids(self.saved, "serving_default")}
+        self.text = {"SavedModel serve_text": self._tf_text(self.saved)}
+        self.pair = self.saved.signatures["serve_text_pair"]
+        if finetuned:
+            from electra_tf import run_dir
+
+            prefix = run_dir.resolve_checkpoint(finetuned)
+            tuned = export.load_finetuned(prefix, run_dir.vocab_beside(prefix))
+            fsm = os.path.join(work, "finetuned")
+            export.export_finetuned_saved_model(tuned, fsm)
+            ft = tf.saved_model.load(fsm)
+            self.ids["fine-tuned serving_default"] = self._tf_ids(ft, "serving_default", "logits")
+            self.text["fine-tuned serve_text"] = self._tf_text(ft, "logits")
+        self.reference_key = "SavedModel serving_default"
+        self._add_onnx(loaded, work, threads, export)
+        self._add_torch(loaded, work, threads, export, vocab_file)
+
+    @staticmethod
+    def _tf_ids(model, name, key="discriminator_logits"):
+        import tensorflow as tf
+
+        f = model.signatures[name]
+        return lambda ids, mask, seg: f(
+            input_ids=tf.constant(ids), input_mask=tf.constant(mask), segment_ids=tf.constant(seg)
+        )[key].numpy()
+
+    @staticmethod
+    def _tf_text(model, key="discriminator_logits"):
+        import tensorflow as tf
+
+        f = model.signatures["serve_text"]
+        return lambda texts: f(text=tf.constant(texts))[key].numpy()
+
+    def _add_onnx(self, loaded, work, threads, export):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            self.notes.append("ONNX Runtime: not measured (pip install 'electra_tf[serving]')")
+            return
+        path = export.export_onnx(loaded, "discriminator", os.path.join(work, "onnx"), None)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        self.threads[f"onnxruntime {ort.__version__}"] = f"intra-op {threads}, inter-op 1"
+        self.ids["ONNX Runtime"] = lambda ids, mask, seg: session.run(
+            ["discriminator_logits"], {"input_ids": ids, "input_mask": mask, "segment_ids": seg}
+        )[0]
+
+    def _add_torch(self, loaded, work, threads, export, vocab_file):
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            self.notes.append("PyTorch eager: not measured (torch and transformers not installed)")
+            return
+        hf = os.path.join(work, "huggingface")
+        export.export_huggingface(loaded, "discriminator", hf, vocab_file)
+        torch.set_num_threads(threads)
+        model = transformers.ElectraForPreTraining.from_pretrained(hf).eval()
+        self.threads[f"torch {torch.__version__}"] = f"intra-op {threads}"
+
+        def run(ids, mask, seg):
+            with torch.inference_mode():
+                t = {
+                    k: torch.from_numpy(v.astype(np.int64))
+                    for k, v in (("a", ids), ("m", mask), ("s", seg))
+                }
+                return model(
+                    input_ids=t["a"], attention_mask=t["m"], token_type_ids=t["s"]
+                ).logits.numpy()
+
+        self.ids["PyTorch eager"] = run
+
+
+def timed(fn, *args) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - start, out
+
+
+def check_logits(name, got, want, mask, mismatches):
+    diff = float(np.abs(np.asarray(got) - want)[mask.astype(bool)].max())
+    if diff >= LOGITS_TOLERANCE:
+        mismatches.append(f"{name}: max |logit diff| {diff:.2e}")
+    return diff
+
+
+def bench_shapes(sides: Sides, iters: int, rng, mismatches) -> list[dict]:
+    rows = []
+    ids_sides = {k: v for k, v in sides.ids.items() if not k.startswith("fine-tuned")}
+    for b, n in SHAPES:
+        ids = rng.integers(1000, 29000, (b, n)).astype(np.int32)
+        mask = np.ones((b, n), np.int32)
+        seg = np.zeros((b, n), np.int32)
+        want = sides.ids[sides.reference_key](ids, mask, seg)
+        times = {name: [] for name in sides.ids}
+        diffs = {}
+        for name, fn in sides.ids.items():  # warm-up (and tracing) call, and the logit check
+            out = fn(ids, mask, seg)
+            if name in ids_sides:
+                diffs[name] = check_logits(f"{name} {b}x{n}", out, want, mask, mismatches)
+        for _ in range(iters):
+            for name, fn in sides.ids.items():
+                times[name].append(timed(fn, ids, mask, seg)[0])
+        for name, t in times.items():
+            rows.append(summary(f"{b}x{n}", name, b, t, diffs.get(name)))
+    return rows
+
+
+def summary(case, side, batch, times, diff=None) -> dict:
+    ms = sorted(1000 * t for t in times)
+    p99 = ms[min(len(ms) - 1, int(round(0.99 * (len(ms) - 1))))]
+    med = statistics.median(ms)
+    row = {"case": case, "side": side, "median_ms": round(med, 2), "p99_ms": round(p99, 2)}
+    row["seq_per_s"] = round(1000 * batch / med, 1)
+    if diff is not None:
+        row["max_logit_diff"] = float(f"{diff:.2e}")
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def bench_sentences(sides: Sides, sentences: list[str], mismatches) -> list[dict]:
+    """Each sentence alone, then batches of 32, at their own lengths (ids: the SavedModel's
+    own tokenization, cut at the batch's longest)."""
+    import tensorflow as tf
+
+    packed = sides.saved.signatures["serve_text"](text=tf.constant(sentences))
+    ids, mask, seg = (packed[k].numpy() for k in ("input_ids", "input_mask", "segment_ids"))
+    lengths = mask.sum(1)
+    rows = []
+    for label, size in (("movie dev, single", 1), ("movie dev, batches of 32", 32)):
+        total = {name: 0.0 for name in [*sides.ids, *sides.text]}
+        worst = {}
+        for start in range(0, len(sentences), size):
+            end = start + size
+            n = int(lengths[start:end].max())
+            feed = (ids[start:end, :n], mask[start:end, :n], seg[start:end, :n])
+            texts = np.array(sentences[start:end], dtype=object)
+            ref = None
+            for name, fn in sides.ids.items():
+                t, out = timed(fn, *feed)
+                total[name] += t
+                if name == sides.reference_key:
+                    ref = out
+                elif not name.startswith("fine-tuned"):
+                    d = check_logits(f"{name} {label}", out, ref, feed[1], mismatches)
+                    worst[name] = max(worst.get(name, 0.0), d)
+            for name, fn in sides.text.items():
+                total[name] += timed(fn, texts)[0]
+        for name, t in total.items():
+            row = {"case": label, "side": name, "sentences": len(sentences)}
+            row["ms_per_request"] = round(1000 * t / -(-len(sentences) // size), 2)
+            row["sentences_per_s"] = round(len(sentences) / t, 1)
+            if name in worst:
+                row["max_logit_diff"] = float(f"{worst[name]:.2e}")
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cpu, flags = cpu_description()
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    print(
+        f"CPU: {cpu}; flags: {' '.join(f for f in wanted if f in flags) or 'none of'} "
+        f"(of {', '.join(wanted)}); {os.cpu_count()} logical CPUs"
+    )
+    print(f"uptime before: {uptime()}", flush=True)
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    with tempfile.TemporaryDirectory() as work:
+        run = args.checkpoint or random_run(os.path.join(work, "run"), args.tiny)
+        sides = Sides(work, run, args.threads, args.finetuned)
+        if not flags & {"avx512_bf16", "amx_bf16"}:
+            sides.notes.append("bfloat16: not measured: this CPU has neither avx512_bf16 nor AMX")
+        else:
+            sides.notes.append("bfloat16: not measured (this bench runs float32 only)")
+        print(f"tensorflow {tf.__version__}; threads per side: {json.dumps(sides.threads)}")
+        print(f"SavedModel export_config: {json.dumps(sides.export_config)}")
+        for note in sides.notes:
+            print(note)
+        mismatches: list[str] = []
+        rows = bench_shapes(sides, args.iters, np.random.default_rng(0), mismatches)
+        texts = read_sentences(args.sentences)
+        a, b = tf.constant(texts[:32]), tf.constant((texts[1:] + texts[:1])[:32])
+        sides.pair(text_a=a, text_b=b)  # warm-up
+        t = [
+            timed(lambda: sides.pair(text_a=a, text_b=b))[0] for _ in range(max(3, args.iters // 4))
+        ]
+        rows.append(summary("32 pairs (movie dev)", "SavedModel serve_text_pair", 32, t))
+        rows += bench_sentences(sides, texts, mismatches)
+    print(f"uptime after: {uptime()}")
+    print_table(rows)
+    if mismatches:
+        print("LOGITS DIFFER: " + "; ".join(mismatches))
+        return 1
+    print(f"logits match the SavedModel's (< {LOGITS_TOLERANCE:g}) on every side and case")
+    return 0
+
+
+def print_table(rows: list[dict]) -> None:
+    print("\n| case | side | median ms | p99 ms | sequences/s |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        if "median_ms" in r:
+            print(
+                f"| {r['case']} | {r['side']} | {r['median_ms']} | {r['p99_ms']} | {r['seq_per_s']} |"
+            )
+        else:
+            print(
+                f"| {r['case']} | {r['side']} | {r['ms_per_request']} (mean) | - | {r['sentences_per_s']} |"
+            )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
