@@ -90,3 +90,10 @@ def pack_and_pad_ragged(a, b, length: int, ids: Dict[str, int]) -> Dict[str, tf.
     a = tf.ragged.boolean_mask(a, tf.ragged.range(la) < keep_a[:, None])
     b = tf.ragged.boolean_mask(b, tf.ragged.range(lb) < keep_b[:, None])
     return pack_ragged([a, b], length, ids)
+
+
+def trim_to_longest(features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """[batch, length] features cut after the batch's longest `input_mask` row: what a serving
+    function computes on, so that a request pays for its own length, not the padding."""
+    longest = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=1))
+    return {k: v[:, :longest] for k, v in features.items()}

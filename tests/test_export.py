@@ -15,7 +15,7 @@ from electra_tf import export
 from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.packing import truncate_pair
-from electra_tf.tokenization import FullTokenizer
+from electra_tf.tokenization import FullTokenizer, GraphTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LEN = 12
@@ -203,3 +203,26 @@ def test_cli_exports_original_layout_and_refuses_to_overwrite(run, tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: {out}: the export directory is not empty; choose a new one"
     )
+
+
+def test_text_signatures_compute_only_the_batchs_longest_sequence(run):
+    run_dir, model, _ = run
+    loaded = load_model.load_networks(run_dir, None, "discriminator")
+    nets = loaded.networks
+    vocab = os.path.join(run_dir, "vocab.txt")
+    tok = GraphTokenizer(vocab)
+    module = export.ServingModule(
+        nets.discriminator, nets.discriminator_predictions, tok, MAX_LEN, SPECIAL
+    )
+    short = ["Hello, world!", "The cat sat."]  # 6 and 6 ids with [CLS] [SEP]: 6 of 12 computed
+    out = {k: v.numpy() for k, v in module.serve_text(tf.constant(short)).items()}
+    ref = [pack(FullTokenizer(vocab), a) for a in short]
+    for j, key in enumerate(FEATURES):  # the features keep their max_seq_length padding
+        np.testing.assert_array_equal(out[key], [r[j] for r in ref], err_msg=key)
+    longest = int(out["input_mask"].sum(1).max())
+    assert longest == 6
+    want = keras_outputs(model, *(np.array([r[j] for r in ref], np.int32) for j in range(3)))
+    for key in ("sequence_output", "discriminator_logits"):
+        assert out[key].shape == want[key].shape
+        assert np.abs(out[key][:, :longest] - want[key][:, :longest]).max() < 1e-5, key
+        assert not out[key][:, longest:].any(), key  # not computed: zeros

@@ -14,6 +14,7 @@ from electra_tf import run_dir, vocab
 from electra_tf.checkpoint import locate
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir, check_vocab, write_extra
+from electra_tf.export.inference import InferenceEncoder, serving_choices, serving_variables
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import dummy_batch, full_spec
 from electra_tf.finetune.model import FinetuningModel, build_model
@@ -127,6 +128,7 @@ class FinetunedServingModule(tf.Module):
             encode=self._encode,
             tokenizer=tokenizer,
         )
+        self.inference = InferenceEncoder(self.encoder)
         weights = list(self.encoder.weights)
         for task in loaded.tasks:
             head = getattr(model.task_heads, f"head_{task.name}")
@@ -135,8 +137,8 @@ class FinetunedServingModule(tf.Module):
             for function in task.serving_functions(head, context):
                 self._register(task.name, function.kind, function.fn, function.input_signature)
             self.kinds[task.name] = task.export_kind
-        # the underlying tf.Variables, tracked for the SavedModel
-        self.model_variables = [getattr(w, "value", w) for w in weights]
+        # the underlying tf.Variables the serving graph reads, tracked for the SavedModel
+        self.model_variables = serving_variables(self.encoder, weights)
 
     def _encode(self, input_ids, input_mask, segment_ids) -> tf.Tensor:
         tf.debugging.assert_less_equal(
@@ -144,7 +146,7 @@ class FinetunedServingModule(tf.Module):
             self.max_positions,
             message=f"sequence length exceeds max_position_embeddings {self.max_positions}",
         )
-        return tf.cast(self.encoder(input_ids, input_mask, segment_ids, training=False), tf.float32)
+        return self.inference(input_ids, input_mask, segment_ids)
 
     def _register(self, task_name: str, kind: str, fn, spec) -> None:
         name = f"{kind}_{task_name}"
@@ -183,6 +185,7 @@ def export_finetuned_saved_model(
         "signatures": sorted(signatures),
         "max_seq_length": n,
         "do_lower_case": bool(loaded.config.do_lower_case),
+        "serving": serving_choices("classification: computed on the batch's longest sequence"),
     }
     write_extra(export_dir, info, loaded.model_config)
     return module

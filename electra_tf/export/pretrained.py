@@ -8,6 +8,7 @@ and `tensorflow_text` in the loading process:
 - `serve_text(text)` and `serve_text_pair(text_a, text_b)` ([batch] strings): BERT tokenization
   in the graph with the vocab stored as an asset, `[CLS] a [SEP] (b [SEP])` (`electra_tf.packing`:
   truncated, the longer segment first, as the original, and padded to `max_seq_length`); the
+  model runs on the batch's longest sequence only (outputs past it are zeros); the
   same outputs plus `input_ids`, `input_mask`, `segment_ids`. Without a vocab (a Hugging Face
   directory saved without its tokenizer) only `serving_default` is written.
 """
@@ -21,8 +22,14 @@ from electra_tf import packing
 from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir, check_vocab, write_extra
+from electra_tf.export.inference import (
+    InferenceEncoder,
+    head_outputs,
+    pad_positions,
+    serving_choices,
+    serving_variables,
+)
 from electra_tf.modeling.encoder import TransformerEncoder
-from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf.tokenization import GraphTokenizer
 
 
@@ -52,9 +59,10 @@ class ServingModule(tf.Module):
         self.max_seq_length = max_seq_length
         self.special_ids = dict(special_ids)
         self.max_positions = encoder.config.max_position_embeddings
-        # the underlying tf.Variables, tracked for the SavedModel
+        self.inference = InferenceEncoder(encoder)
+        # the underlying tf.Variables the serving graph reads, tracked for the SavedModel
         weights = encoder.weights + (head.weights if head is not None else [])
-        self.model_variables = [getattr(w, "value", w) for w in weights]
+        self.model_variables = serving_variables(encoder, weights)
 
     def _outputs(self, input_ids, input_mask, segment_ids) -> dict[str, tf.Tensor]:
         tf.debugging.assert_less_equal(
@@ -62,15 +70,8 @@ class ServingModule(tf.Module):
             self.max_positions,
             message=f"sequence length exceeds max_position_embeddings {self.max_positions}",
         )
-        seq = self.encoder(input_ids, input_mask, segment_ids, training=False)
-        out = {"sequence_output": tf.cast(seq, tf.float32)}
-        if isinstance(self.head, DiscriminatorHead):
-            logits = self.head(seq)
-            out["discriminator_logits"] = logits
-            out["discriminator_probabilities"] = tf.sigmoid(logits)
-        elif isinstance(self.head, MaskedLMHead):
-            out["mlm_logits"] = self.head(seq)
-        return out
+        seq = self.inference(input_ids, input_mask, segment_ids)
+        return {"sequence_output": seq, **head_outputs(self.head, seq)}
 
     @tf.function(
         autograph=False,
@@ -85,7 +86,9 @@ class ServingModule(tf.Module):
 
     def _pack(self, a: tf.RaggedTensor, b: Optional[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
         features = packing.pack_and_pad_ragged(a, b, self.max_seq_length, self.special_ids)
-        return {**features, **self._outputs(**features)}
+        out = self._outputs(**packing.trim_to_longest(features))
+        length = tf.shape(features["input_ids"])[1]
+        return {**features, **{k: pad_positions(v, length) for k, v in out.items()}}
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serve_text(self, text):
@@ -149,7 +152,8 @@ def export_saved_model(
     if vocab_file is None:
         module = IdsServingModule(encoder, head_layer)
         tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-        write_extra(export_dir, {"head": head, "text_signatures": False}, encoder.config)
+        info = {"head": head, "text_signatures": False, "serving": serving_choices(None)}
+        write_extra(export_dir, info, encoder.config)
         return module
     special = check_vocab(vocab_file, loaded.config.model_config)
     lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
@@ -162,6 +166,11 @@ def export_saved_model(
         "serve_text_pair": module.serve_text_pair,
     }
     tf.saved_model.save(module, export_dir, signatures=signatures)
-    info = {"head": head, "max_seq_length": max_seq_length, "do_lower_case": lower}
+    info = {
+        "head": head,
+        "max_seq_length": max_seq_length,
+        "do_lower_case": lower,
+        "serving": serving_choices(),
+    }
     write_extra(export_dir, info, encoder.config)
     return module

@@ -35,7 +35,12 @@ def serving_functions(
     label_strings = None if labels is None else tf.constant(list(labels))
 
     def outputs(input_ids, input_mask, segment_ids):
-        seq = context.encode(input_ids, input_mask, segment_ids)
+        # the pooled vector does not depend on trailing padding: compute without it
+        trimmed = packing.trim_to_longest(
+            {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        )
+        input_mask = trimmed["input_mask"]
+        seq = context.encode(**trimmed)
         logits = tf.cast(head.dense(pool(seq, input_mask, head.pooling)), tf.float32)
         if label_strings is None:
             # as the runner's predictions: back on the data's scale (STS: 0..5)

@@ -1,0 +1,158 @@
+"""The serving forward pass: the same function as `TransformerEncoder` and its heads at
+inference (no dropout), written for fewer TensorFlow ops per call, which is what a small request
+pays for on a CPU (ELECTRA-Small at batch 1 runs ~1,000 ops of a few microseconds each).
+
+- query, key and value are one matmul ([hidden, 3 * hidden], concatenated at export time) and
+  one reshape/transpose, unstacked into the three;
+- every dense layer is a 2-D MatMul + BiasAdd on [batch * length, width], which TensorFlow's
+  CPU graph rewriter fuses into one oneDNN kernel (Keras runs a batched 3-D matmul and an add);
+- the attention mask's additive bias is built once per call, not once per layer.
+
+LayerNorm, GELU, the mask value (-10000) and the order of the float32 operations are the
+encoder's (`electra_tf.modeling.layers`), so the outputs equal the Keras model's to float32
+rounding (tests/test_export.py asserts < 1e-5). No XLA: `jit_compile` compiles once per
+(batch, length) shape, several seconds each on a CPU, and measured no faster here
+(docs/SERVING.md).
+"""
+
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.errors import UserError
+from electra_tf.modeling.encoder import TransformerEncoder
+from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
+from electra_tf.modeling.layers import get_activation, layer_norm
+
+MASK_VALUE = -10000.0  # as TransformerLayer
+
+
+def _var(weight) -> tf.Variable:
+    return getattr(weight, "value", weight)  # a Keras variable's tf.Variable
+
+
+def _dense2d(x: tf.Tensor, dense) -> tf.Tensor:
+    return tf.nn.bias_add(tf.matmul(x, _var(dense.kernel)), _var(dense.bias))
+
+
+class InferenceEncoder(tf.Module):
+    """`encoder` at inference with fused query/key/value weights (new variables; the others are
+    the encoder's own).
+
+    Args:
+        encoder: a bidirectional float32 `TransformerEncoder`.
+    """
+
+    def __init__(self, encoder: TransformerEncoder):
+        super().__init__(name="inference_encoder")
+        if not isinstance(encoder, TransformerEncoder) or encoder.causal is not None:
+            raise UserError("serving: only a bidirectional TransformerEncoder exports")
+        if encoder.compute_dtype != "float32":
+            raise UserError(f"serving: a float32 encoder is expected, not {encoder.compute_dtype}")
+        self.encoder = encoder
+        self.config = encoder.config
+        self.activation = get_activation(encoder.config.hidden_act)
+        self.qkv_kernels, self.qkv_biases = [], []
+        for i, layer in enumerate(encoder.transformer_layers):
+            parts = (layer.query, layer.key, layer.value)
+            kernel = np.concatenate([p.kernel.numpy() for p in parts], axis=1)
+            bias = np.concatenate([p.bias.numpy() for p in parts])
+            self.qkv_kernels.append(tf.Variable(kernel, trainable=False, name=f"qkv_kernel_{i}"))
+            self.qkv_biases.append(tf.Variable(bias, trainable=False, name=f"qkv_bias_{i}"))
+
+    def __call__(self, input_ids, input_mask, segment_ids) -> tf.Tensor:
+        c, emb = self.config, self.encoder.embeddings
+        batch, length = tf.shape(input_ids)[0], tf.shape(input_ids)[1]
+        x = tf.gather(_var(emb.word_embeddings), input_ids)
+        x += tf.gather(_var(emb.token_type_embeddings), segment_ids)
+        x += _var(emb.position_embeddings)[:length]
+        norm = emb.layer_norm
+        x = layer_norm(x, _var(norm.gamma), _var(norm.beta), norm.epsilon)
+        x = tf.reshape(x, [-1, emb.config.embedding_size])
+        if self.encoder.embeddings_project is not None:
+            x = _dense2d(x, self.encoder.embeddings_project)
+        mask = tf.reshape(tf.cast(input_mask, tf.float32), [batch, 1, 1, length])
+        bias = (1.0 - mask) * MASK_VALUE
+        heads = c.num_attention_heads
+        size = c.hidden_size // heads
+        for i, layer in enumerate(self.encoder.transformer_layers):
+            qkv = tf.nn.bias_add(tf.matmul(x, self.qkv_kernels[i]), self.qkv_biases[i])
+            qkv = tf.transpose(tf.reshape(qkv, [batch, length, 3, heads, size]), [2, 0, 3, 1, 4])
+            q, k, v = tf.unstack(qkv)
+            scores = tf.matmul(q, k, transpose_b=True) * (size**-0.5) + bias
+            context = tf.matmul(tf.nn.softmax(scores, axis=-1), v)
+            context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, c.hidden_size])
+            attn = self._norm(
+                _dense2d(context, layer.attention_output) + x, layer.attention_layer_norm
+            )
+            y = _dense2d(self.activation(_dense2d(attn, layer.intermediate)), layer.output_dense)
+            x = self._norm(y + attn, layer.output_layer_norm)
+        return tf.reshape(x, [batch, length, c.hidden_size])
+
+    @staticmethod
+    def _norm(x, norm):
+        return layer_norm(x, _var(norm.gamma), _var(norm.beta), norm.epsilon)
+
+
+def head_outputs(head, sequence: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The head's outputs on [batch, length, hidden] (as `DiscriminatorHead`/`MaskedLMHead`),
+    its dense layers as 2-D matmuls."""
+    if head is None:
+        return {}
+    shape = tf.shape(sequence)
+    flat = tf.reshape(sequence, [-1, sequence.shape[-1]])
+    activation = get_activation(head.hidden_act)
+    if isinstance(head, DiscriminatorHead):
+        h = activation(_dense2d(flat, head.dense))
+        logits = tf.reshape(_dense2d(h, head.dense_1), shape[:2])
+        return {"discriminator_logits": logits, "discriminator_probabilities": tf.sigmoid(logits)}
+    if isinstance(head, MaskedLMHead):
+        norm = head.layer_norm
+        h = layer_norm(
+            activation(_dense2d(flat, head.dense)), _var(norm.gamma), _var(norm.beta), norm.epsilon
+        )
+        table = head.embeddings.word_embeddings if head.tied_output else head.output_weights
+        logits = tf.matmul(h, _var(table), transpose_b=True) + _var(head.output_bias)
+        return {"mlm_logits": tf.reshape(logits, tf.concat([shape[:2], [-1]], 0))}
+    raise UserError(f"serving: no serving form for the head {type(head).__name__}")
+
+
+def pad_positions(t: tf.Tensor, length) -> tf.Tensor:
+    """[batch, n, ...] -> [batch, length, ...], zeros after position n (the text signatures'
+    outputs keep their max_seq_length shape while computing only the batch's longest)."""
+    extra = [[0, 0]] * (len(t.shape) - 2)
+    return tf.pad(t, [[0, 0], [0, length - tf.shape(t)[1]], *extra])
+
+
+def serving_variables(encoder: TransformerEncoder, weights) -> list[tf.Variable]:
+    """The tf.Variables of `weights` the serving graph reads: all but the separate query, key
+    and value weights (`InferenceEncoder` holds them fused)."""
+    fused = {
+        id(_var(w))
+        for layer in encoder.transformer_layers
+        for part in (layer.query, layer.key, layer.value)
+        for w in part.weights
+    }
+    unique = {id(_var(w)): _var(w) for w in weights}
+    return [v for key, v in unique.items() if key not in fused]
+
+
+TEXT_PADDING = (
+    "text signatures: features padded to max_seq_length, the model run on the batch's longest "
+    "sequence only (outputs past it are zeros)"
+)
+
+
+def serving_choices(text_padding: Optional[str] = TEXT_PADDING) -> dict:
+    """What export_config.json records about the serving graph."""
+    choices = {
+        "encoder": "inference graph: fused query/key/value, 2-D MatMul+BiasAdd, mask bias once",
+        "jit_compile": False,
+        "jit_compile_reason": "compiles per (batch, length) shape; measured no faster on CPU",
+        "precision": "float32",
+        "outputs": "the head's and sequence_output; no generator in a discriminator export",
+    }
+    if text_padding:
+        choices["text_padding"] = text_padding
+    return choices
