@@ -141,8 +141,10 @@ def test_export_packs_an_empty_text_b_as_a_single_sentence(tmp_path):
     texts = tf.constant(["the cat sat", "a dog ran"])
     pair = m.signatures["serve_text_pair_mrpc"](text_a=texts, text_b=tf.constant(["", "the mat"]))
     single = m.signatures["serve_text_mrpc"](text=texts)
-    for k in ("input_ids", "input_mask", "segment_ids", "logits"):
+    for k in ("input_ids", "input_mask", "segment_ids"):
         np.testing.assert_array_equal(pair[k].numpy()[0], single[k].numpy()[0])
+    # each batch runs at its longest row's length, so the two differ by float32 rounding only
+    np.testing.assert_allclose(pair["logits"].numpy()[0], single["logits"].numpy()[0], atol=1e-5)
     assert pair["segment_ids"].numpy()[1].sum() > 0  # the other row is a pair
 
 

@@ -7,7 +7,8 @@ dynamic, length at most max_position_embeddings); outputs as the SavedModel's
 `serving_default`: `sequence_output` [batch, length, hidden] and, per head,
 `discriminator_logits`/`discriminator_probabilities` [batch, length] or `mlm_logits`
 [batch, length, vocab]. Opset 17 (LayerNormalization); the exact GELU is written as
-x * (1 + erf(x / sqrt 2)) / 2, which ONNX Runtime's graph optimiser fuses into one kernel.
+x * (1 + erf(x / sqrt 2)) / 2, which ONNX Runtime's graph optimiser fuses with the bias before
+it (`BiasGelu`).
 """
 
 import os
