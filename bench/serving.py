@@ -34,6 +34,7 @@ BERT_VOCAB = os.path.join(REPO, "data", "vocab", "vocab.txt")
 SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
 SHAPES = ((1, 16), (1, 128), (32, 128))
+KERAS_GRAPH = "Keras graph (the earlier serving_default)"
 LOGITS_TOLERANCE = 1e-3
 
 
@@ -45,6 +46,12 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="intra-op threads")
     p.add_argument("--sentences", type=int, default=1250, help="movie dev sentences used")
     p.add_argument("--tiny", action="store_true", help="a tiny random model (the test's)")
+    p.add_argument(
+        "--keras_graph",
+        action="store_true",
+        help="also the Keras model as one tf.function (what serving_default ran before its "
+        "inference graph), at the fixed shapes",
+    )
     return p.parse_args(argv)
 
 
@@ -100,7 +107,7 @@ def read_sentences(n: int) -> list[str]:
 class Sides:
     """The runtimes under test; each side maps (ids, mask, seg) or strings to its logits."""
 
-    def __init__(self, work: str, run: str, threads: int, finetuned: str | None):
+    def __init__(self, work: str, run: str, threads: int, finetuned: str | None, keras_graph: bool):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
@@ -129,8 +136,29 @@ class Sides:
             self.ids["fine-tuned serving_default"] = self._tf_ids(ft, "serving_default", "logits")
             self.text["fine-tuned serve_text"] = self._tf_text(ft, "logits")
         self.reference_key = "SavedModel serving_default"
+        self.shape_only = {}  # sides measured at the fixed shapes only
+        if keras_graph:
+            self.shape_only[KERAS_GRAPH] = self._keras_graph(loaded)
         self._add_onnx(loaded, work, threads, export)
         self._add_torch(loaded, work, threads, export, vocab_file)
+
+    @staticmethod
+    def _keras_graph(loaded):
+        """The Keras encoder and head traced as one tf.function: what `serving_default` ran
+        before it had its own inference graph."""
+        import tensorflow as tf
+
+        nets = loaded.networks
+        encoder, head = nets.discriminator, nets.discriminator_predictions
+        spec = [tf.TensorSpec([None, None], tf.int32)] * 3
+
+        @tf.function(input_signature=spec, autograph=False)
+        def run(ids, mask, seg):
+            seq = encoder(ids, mask, seg, training=False)
+            logits = head(seq)
+            return {"sequence_output": seq, "discriminator_logits": logits}
+
+        return lambda ids, mask, seg: run(ids, mask, seg)["discriminator_logits"].numpy()
 
     @staticmethod
     def _tf_ids(model, name, key="discriminator_logits"):
@@ -206,20 +234,21 @@ def check_logits(name, got, want, mask, mismatches):
 
 def bench_shapes(sides: Sides, iters: int, rng, mismatches) -> list[dict]:
     rows = []
-    ids_sides = {k: v for k, v in sides.ids.items() if not k.startswith("fine-tuned")}
+    every = {**sides.ids, **sides.shape_only}
+    ids_sides = {k: v for k, v in every.items() if not k.startswith("fine-tuned")}
     for b, n in SHAPES:
         ids = rng.integers(1000, 29000, (b, n)).astype(np.int32)
         mask = np.ones((b, n), np.int32)
         seg = np.zeros((b, n), np.int32)
         want = sides.ids[sides.reference_key](ids, mask, seg)
-        times = {name: [] for name in sides.ids}
+        times = {name: [] for name in every}
         diffs = {}
-        for name, fn in sides.ids.items():  # warm-up (and tracing) call, and the logit check
+        for name, fn in every.items():  # warm-up (and tracing) call, and the logit check
             out = fn(ids, mask, seg)
             if name in ids_sides:
                 diffs[name] = check_logits(f"{name} {b}x{n}", out, want, mask, mismatches)
         for _ in range(iters if b == 1 else max(2, iters // 3)):  # batch 32: a third
-            for name, fn in sides.ids.items():
+            for name, fn in every.items():
                 times[name].append(timed(fn, ids, mask, seg)[0])
         for name, t in times.items():
             rows.append(summary(f"{b}x{n}", name, b, t, diffs.get(name)))
@@ -292,7 +321,7 @@ def main(argv=None) -> int:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     with tempfile.TemporaryDirectory() as work:
         run = args.checkpoint or random_run(os.path.join(work, "run"), args.tiny)
-        sides = Sides(work, run, args.threads, args.finetuned)
+        sides = Sides(work, run, args.threads, args.finetuned, args.keras_graph)
         if not flags & {"avx512_bf16", "amx_bf16"}:
             sides.notes.append("bfloat16: not measured: this CPU has neither avx512_bf16 nor AMX")
         else:
@@ -325,13 +354,10 @@ def print_table(rows: list[dict]) -> None:
     print("|---|---|---|---|---|")
     for r in rows:
         if "median_ms" in r:
-            print(
-                f"| {r['case']} | {r['side']} | {r['median_ms']} | {r['p99_ms']} | {r['seq_per_s']} |"
-            )
+            cells = (r["median_ms"], r["p99_ms"], r["seq_per_s"])
         else:
-            print(
-                f"| {r['case']} | {r['side']} | {r['ms_per_request']} (mean) | - | {r['sentences_per_s']} |"
-            )
+            cells = (f"{r['ms_per_request']} (mean)", "-", r["sentences_per_s"])
+        print(f"| {r['case']} | {r['side']} | " + " | ".join(str(c) for c in cells) + " |")
 
 
 if __name__ == "__main__":

@@ -197,6 +197,45 @@ def test_litert_cli_matches_the_saved_model_and_quantizes(bert_run, reference, t
 def test_missing_optional_dependency_is_one_line_naming_the_extra():
     with pytest.raises(
         UserError,
-        match=r"^--format=onnx needs the no_such_pkg_x package: pip install 'electra_tf\[serving\]'$",
+        match=r"^--format=onnx needs the no_such_pkg_x package: "
+        r"pip install 'electra_tf\[serving\]'$",
     ):
         require_optional("no_such_pkg_x", "--format=onnx")
+
+
+def export_cli(*args):
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO, "export_model.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_cli_writes_onnx_and_refuses_quantize_elsewhere(bert_run, tmp_path):
+    ort = pytest.importorskip(
+        "onnxruntime", reason="onnxruntime not installed (the [serving] extra)"
+    )
+    pytest.importorskip("onnx", reason="onnx not installed (the [serving] extra)")
+    out = tmp_path / "onnx"
+    proc = export_cli(f"--checkpoint={bert_run}", f"--export_dir={out}", "--format=onnx")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"wrote the discriminator as {out / 'model.onnx'}" in proc.stdout
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == [
+        "sequence_output",
+        "discriminator_logits",
+        "discriminator_probabilities",
+    ]
+    bad = tmp_path / "bad"
+    proc = export_cli(
+        f"--checkpoint={bert_run}",
+        f"--export_dir={bad}",
+        "--format=onnx",
+        "--quantize=dynamic_int8",
+    )
+    assert proc.returncode == 1 and not bad.exists()
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --quantize applies to --format=litert only"
+    )

@@ -7,9 +7,10 @@ and `tensorflow_text` in the loading process:
   [batch, length, vocab] (the generator head at every position);
 - `serve_text(text)` and `serve_text_pair(text_a, text_b)` ([batch] strings): BERT tokenization
   in the graph with the vocab stored as an asset, `[CLS] a [SEP] (b [SEP])` (`electra_tf.packing`:
-  truncated, the longer segment first, as the original, and padded to `max_seq_length`); the
-  model runs on the batch's longest sequence only (outputs past it are zeros); the
-  same outputs plus `input_ids`, `input_mask`, `segment_ids`. Without a vocab (a Hugging Face
+  truncated, the longer segment first, as the original, and padded to `max_seq_length`): the
+  same outputs, computed on the batch's longest sequence only (zeros past it), plus `input_ids`,
+  `input_mask`, `segment_ids`. Every signature runs `inference.InferenceEncoder`, the encoder's
+  function in fewer ops. Without a vocab (a Hugging Face
   directory saved without its tokenizer) only `serving_default` is written.
 """
 
