@@ -28,9 +28,10 @@ import time
 
 import numpy as np
 
+from electra_tf import data_layout
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEV = os.path.join(REPO, "data", "movie_sentiment", "dev.tsv")
-BERT_VOCAB = os.path.join(REPO, "data", "vocab", "vocab.txt")
 SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
 SHAPES = ((1, 16), (1, 128), (32, 128))
@@ -79,7 +80,8 @@ def random_run(directory: str, tiny: bool) -> str:
     from electra_tf.modeling.builders import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
 
-    size = len(vocab.read_vocab(BERT_VOCAB))
+    bert_vocab = data_layout.vocab_file(os.path.join(REPO, "data", "vocab"))
+    size = len(vocab.read_vocab(bert_vocab))
     hp = {"model_size": "small"}
     if tiny:
         hp.update(embedding_size=16, model_hparam_overrides=TINY, generator_hidden_size=0.5)
@@ -91,11 +93,11 @@ def random_run(directory: str, tiny: bool) -> str:
         os.path.join(directory, "config.json"), run_dir.PRETRAINING, config.to_flat(), disc, gen
     )
     with (
-        open(BERT_VOCAB, encoding="utf-8") as src,
-        open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f,
+        open(bert_vocab, encoding="utf-8") as src,
+        open(data_layout.vocab_file(directory), "w", encoding="utf-8") as f,
     ):
         f.write(src.read())
-    tf.train.Checkpoint(model=model).save(os.path.join(directory, "ckpt"))
+    tf.train.Checkpoint(model=model).save(os.path.join(directory, data_layout.CHECKPOINT_NAME))
     return directory
 
 
@@ -117,7 +119,7 @@ class Sides:
         self.notes: list[str] = []
         self.threads = {"tensorflow": f"intra-op {threads}, inter-op 1"}
         loaded = load_model.load_networks(run, None, "discriminator")
-        vocab_file = os.path.join(run, "vocab.txt")
+        vocab_file = data_layout.vocab_file(run)
         sm = os.path.join(work, "saved_model")
         export.export_saved_model(loaded, "discriminator", sm, vocab_file)
         self.saved = tf.saved_model.load(sm)
