@@ -20,11 +20,10 @@ Per step (real: backward = 2x forward, batch 32): 96·307,604,859 = 29,530,066,4
 
 import os
 
-from electra_tf.pretraining_networks import step_flops
-
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.io_utils import read_json
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import step_flops
 from electra_tf.vocab import read_vocab
 from experiments.chinese import tasks
 

@@ -13,8 +13,8 @@ import tensorflow as tf
 from electra_tf import export, run_dir
 from electra_tf.checkpoint import load_model
 from electra_tf.io_utils import read_json
-from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.tokenization import BasicTokenizer, FullTokenizer, ReferenceTokenizer
 from electra_tf.tokenization.reference import is_chinese_char
 from electra_tf.vocab import read_vocab, special_token_ids

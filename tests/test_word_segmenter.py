@@ -16,7 +16,6 @@ from harness import SPECIAL, TINY, VOCAB
 
 from electra_tf import masking
 from electra_tf.errors import UserError
-from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
 from electra_tf.pretraining_data import (
     ExampleBuilder,
@@ -29,6 +28,7 @@ from electra_tf.pretraining_data import (
 )
 from electra_tf.pretraining_data.dataset_info import check_dataset_info, check_word_boundaries
 from electra_tf.pretraining_data.segmentation import WordStartTokenizer, load_segmenter, pieces
+from electra_tf.pretraining_networks import build_pretrainer
 from electra_tf.tokenization import FullTokenizer
 from electra_tf.tokenization.reference import is_chinese_char
 from electra_tf.vocab import read_vocab
