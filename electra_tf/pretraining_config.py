@@ -61,7 +61,9 @@ class TaskHparams:  # the pretraining task: its objective, loss weights and mask
     disallow_correct: bool = hparam(False, help="a sample is never the original token")
     adversarial_generator: bool = hparam(False, help="REINFORCE generator (paper appendix F)")
     electric_objective: bool = hparam(False, help="Electric (the original's); = objective electric")
-    whole_word_masking: bool = hparam(False, help="mask whole words (a token and its ## pieces)")
+    whole_word_masking: bool = hparam(
+        False, help="mask whole words: a token and its ## pieces, or a segmenter's word_starts"
+    )
 
 
 @dataclasses.dataclass(frozen=True)

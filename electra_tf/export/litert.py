@@ -21,7 +21,7 @@ import tensorflow as tf
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir
 from electra_tf.export.onnx_graph import write_portable_extras
-from electra_tf.export.pretrained import network_and_head
+from electra_tf.export.pretrained import IDS_SIGNATURE, network_and_head
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 
@@ -46,14 +46,7 @@ class LiteRTModule(tf.Module):
         weights = encoder.weights + (head.weights if head is not None else [])
         self.model_variables = [getattr(w, "value", w) for w in weights]  # tracked tf.Variables
 
-    @tf.function(
-        autograph=False,
-        input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-            tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-            tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
-        ],
-    )
+    @tf.function(autograph=False, input_signature=IDS_SIGNATURE)
     def serve(self, input_ids, input_mask, segment_ids):
         seq = self.encoder(input_ids, input_mask, segment_ids, training=False)
         out = {"sequence_output": tf.cast(seq, tf.float32)}

@@ -33,6 +33,13 @@ from electra_tf.export.inference import (
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.tokenization import GraphTokenizer
 
+# the ids signature (`serving_default`) of every exported encoder: a batch of any size and length
+IDS_SIGNATURE = [
+    tf.TensorSpec([None, None], tf.int32, name="input_ids"),
+    tf.TensorSpec([None, None], tf.int32, name="input_mask"),
+    tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
+]
+
 
 class ServingModule(tf.Module):
     """The SavedModel's root: one encoder, its head, the in-graph tokenizer.
@@ -74,14 +81,7 @@ class ServingModule(tf.Module):
         seq = self.inference(input_ids, input_mask, segment_ids)
         return {"sequence_output": seq, **head_outputs(self.head, seq)}
 
-    @tf.function(
-        autograph=False,
-        input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-            tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-            tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
-        ],
-    )
+    @tf.function(autograph=False, input_signature=IDS_SIGNATURE)
     def serve(self, input_ids, input_mask, segment_ids):
         return self._outputs(input_ids, input_mask, segment_ids)
 
