@@ -18,8 +18,8 @@ from electra_tf import export, run_dir, vocab
 from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
 from electra_tf.export.common import require_optional
-from electra_tf.modeling.builders import build_pretrainer
 from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_networks import build_pretrainer
 
 TOLERANCE = 1e-4
 MAX_LEN = 64
