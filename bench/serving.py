@@ -77,8 +77,8 @@ def random_run(directory: str, tiny: bool) -> str:
     import tensorflow as tf
 
     from electra_tf import run_dir, vocab
-    from electra_tf.pretraining_networks import build_pretrainer
     from electra_tf.pretraining_config import PretrainingConfig
+    from electra_tf.pretraining_networks import build_pretrainer
 
     bert_vocab = data_layout.vocab_file(os.path.join(REPO, "data", "vocab"))
     size = len(vocab.read_vocab(bert_vocab))
