@@ -267,12 +267,14 @@ class TrainingLoop:
             log(f"{p}training already finished ({start_step} steps)")
             return {}
         peak, peak_source = machine_peak_flops(self.path.precision, s.peak_flops)
+        flops = f"{s.real_flops_per_step:.3e} FLOPs/step (real)"
+        if s.paper_flops_per_step:  # the job counts the paper's convention too
+            flops = f"{s.paper_flops_per_step:.3e} FLOPs/step (paper convention), " + flops
         log(
             f"{p}training {s.name}: steps {start_step} -> {s.num_steps}, global batch "
             f"{s.global_batch} on {self.layout.num_replicas} replica(s) x "
             f"{s.accumulation_steps} micro-batch(es), {self.path.describe()} "
-            f"({self.path_reason}); {s.paper_flops_per_step:.3e} FLOPs/step (paper convention), "
-            f"{s.real_flops_per_step:.3e} real; peak {peak / 1e9:.1f} GFLOP/s ({peak_source})"
+            f"({self.path_reason}); {flops}; peak {peak / 1e9:.1f} GFLOP/s ({peak_source})"
         )
         progress = ProgressLog(
             s.num_steps, s.log_every_steps, s.global_batch, s.real_flops_per_step, peak,
