@@ -34,9 +34,7 @@ DEMO_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/python run_pretraining.py "
     "&& .venv/bin/python run_finetuning.py"
 )
-TEST_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"
-)
+TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"
 
 
 def _read(path):
@@ -220,7 +218,9 @@ def test_every_test_the_fault_table_names_exists():
             defined.update(re.findall(r"^def (test_\w+)\(", f.read(), re.M))
     named = {name for row in rows for name in re.findall(r"`(?:[\w.]+::)?(test_\w+)`", row)}
     missing = sorted(named - defined)
-    assert not missing, f"docs/RELIABILITY.md's fault table names tests that do not exist: {missing}"
+    assert not missing, (
+        f"docs/RELIABILITY.md's fault table names tests that do not exist: {missing}"
+    )
 
 
 # -- task.json ----------------------------------------------------------------------------------

@@ -48,7 +48,9 @@ def test_fused_matches_plain_outputs_and_gradients_with_dropout():
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6 * scale)
     # dropout is on and the same in both: the plain encoder without it differs far more
     no_dropout = plain(ids, mask, segments, training=False).numpy()
-    assert np.abs(no_dropout - results[0][0]).max() > 100 * np.abs(results[1][0] - results[0][0]).max()
+    assert (
+        np.abs(no_dropout - results[0][0]).max() > 100 * np.abs(results[1][0] - results[0][0]).max()
+    )
 
 
 def test_fused_elementwise_reaches_the_encoders_and_their_configs():
