@@ -60,6 +60,8 @@ class ReplicaLayout:
 
     @classmethod
     def of(cls, strategy: tf.distribute.Strategy) -> "ReplicaLayout":
+        if not tf.distribute.has_strategy() and strategy is tf.distribute.get_strategy():
+            return cls(1, 1, 0)  # the default strategy (no scope): one replica, no workers
         local = len(strategy.extended.worker_devices)
         resolver = getattr(strategy, "cluster_resolver", None)
         task_type = resolver.task_type if resolver is not None and resolver.task_type else None
