@@ -183,21 +183,12 @@ def test_mixed_precision_trains_all_four_task_kinds(no_dropout_dir, capsys, prec
 
 
 @pytest.mark.slow
-def test_multi_worker_matches_one_device(no_dropout_dir, capsys):
-    """Two worker processes (MultiWorkerMirroredStrategy from TF_CONFIG on localhost, one CPU
-    replica each, 2 rows of each global batch of 4): both log the single-device run's losses;
-    the chief writes the results and the other worker nothing (no results, no checkpoint
-    left)."""
+def _two_workers(d, hp):
+    """Runs SUBPROCESS (one CPU replica each) as two localhost workers of a multi-worker run of
+    `hp`; (the processes, their outputs)."""
     from test_distributed_training import _free_ports
 
-    d = no_dropout_dir
-    base, base_dev = _run_in_process(d, capsys, iterations_per_loop=1, save_checkpoints_steps=20)
-    results = d / "models" / "tiny" / "results"
-    for name in os.listdir(results):
-        os.remove(results / name)
     code = SUBPROCESS.replace("tf.config.set_logical_device_configuration", "(lambda *a: a)")
-    hp = {**HPARAMS, "iterations_per_loop": 1, "save_checkpoints_steps": 20,
-          "distribution": "multi_worker"}  # fmt: skip
     cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
     procs = []
     for i in range(2):
@@ -207,7 +198,22 @@ def test_multi_worker_matches_one_device(no_dropout_dir, capsys):
         procs.append(subprocess.Popen([sys.executable, "-c", code, str(d), json.dumps(hp)], env=env,
                                       cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))  # fmt: skip
-    outs = [p.communicate(timeout=600)[0] for p in procs]
+    return procs, [p.communicate(timeout=600)[0] for p in procs]
+
+
+def test_multi_worker_matches_one_device(no_dropout_dir, capsys):
+    """Two worker processes (MultiWorkerMirroredStrategy from TF_CONFIG on localhost, one CPU
+    replica each, 2 rows of each global batch of 4): both log the single-device run's losses;
+    the chief writes the results and the other worker nothing (no results, no checkpoint
+    left)."""
+    d = no_dropout_dir
+    base, base_dev = _run_in_process(d, capsys, iterations_per_loop=1, save_checkpoints_steps=20)
+    results = d / "models" / "tiny" / "results"
+    for name in os.listdir(results):
+        os.remove(results / name)
+    hp = {**HPARAMS, "iterations_per_loop": 1, "save_checkpoints_steps": 20,
+          "distribution": "multi_worker"}  # fmt: skip
+    procs, outs = _two_workers(d, hp)
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-3000:]
     w0, w1 = _step_losses(outs[0]), _step_losses(outs[1])
@@ -231,22 +237,10 @@ def test_multi_worker_trial_shorter_than_a_save_interval_exits_0_on_both(no_drop
     """Two localhost workers, a trial that ends before its first checkpoint: the non-chief
     never wrote its scratch copy, and removing it must not fail (at a897e3a the second worker
     exited 1: "..._scratch_worker_1 not found")."""
-    from test_distributed_training import _free_ports
-
     d = no_dropout_dir
-    code = SUBPROCESS.replace("tf.config.set_logical_device_configuration", "(lambda *a: a)")
     hp = {**HPARAMS, "task_names": ["sst"], "num_train_epochs": 1.0, "iterations_per_loop": 1,
           "save_checkpoints_steps": 1000, "distribution": "multi_worker"}  # fmt: skip
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
-    procs = []
-    for i in range(2):
-        env = dict(
-            ENV, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
-        )
-        procs.append(subprocess.Popen([sys.executable, "-c", code, str(d), json.dumps(hp)], env=env,
-                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))  # fmt: skip
-    outs = [p.communicate(timeout=600)[0] for p in procs]
+    procs, outs = _two_workers(d, hp)
     assert [p.returncode for p in procs] == [0, 0], outs[1][-3000:]
     w0, w1 = _step_losses(outs[0]), _step_losses(outs[1])
     assert w0 == w1 and 0 < len(w0) < 1000  # every step ran, on both, before any save

@@ -4,11 +4,9 @@ by fine-tuning, which hands its trials to the loop as tasks. Checked on the sour
 a module uses (imports, calls, attributes; docstrings and comments do not count)."""
 
 import ast
-import os
 
-from harness import REPO
+from test_architecture import modules
 
-PACKAGE = os.path.join(REPO, "electra_tf")
 LOOP = "electra_tf.train.loop"
 
 # the machinery -> the one module that may use it (its defining module aside); a dotted name is
@@ -40,17 +38,6 @@ DEFINED_IN = {
     "TrainStep": "electra_tf.train.step",
     "steps_in_call": "electra_tf.train.step",
 }
-
-
-def modules() -> dict:
-    out = {}
-    for root, _, files in os.walk(PACKAGE):
-        for f in files:
-            if f.endswith(".py"):
-                path = os.path.join(root, f)
-                rel = os.path.relpath(path, REPO)[: -len(".py")].replace(os.sep, ".")
-                out[rel.removesuffix(".__init__")] = path
-    return out
 
 
 def used_names(source: str) -> set:
