@@ -335,10 +335,11 @@ class TrainingLoop:
 
     def _check_finite(self, losses, step: int, kept: Optional[str]) -> None:
         """A non-finite loss stops the run, naming its step and the checkpoint kept."""
-        for i, v in enumerate(losses):
-            if not np.isfinite(v):
-                raise UserError(
-                    f"{self.log_prefix}non-finite loss ({v}) at step {step - len(losses) + i + 1}; "
-                    f"the last good checkpoint is {kept or 'none'} (kept): lower the "
-                    "learning_rate, or check the data"
-                )
+        bad = np.flatnonzero(~np.isfinite(losses))
+        if bad.size:
+            i = int(bad[0])
+            raise UserError(
+                f"{self.log_prefix}non-finite loss ({losses[i]}) at step "
+                f"{step - len(losses) + i + 1}; the last good checkpoint is {kept or 'none'} "
+                "(kept): lower the learning_rate, or check the data"
+            )
