@@ -8,20 +8,22 @@ from electra_tf import data_layout
 from electra_tf.errors import UserError
 
 
-def dev_labels(data_dir: str) -> List[str]:
-    dev = os.path.join(data_layout.finetuning_data_dir(data_dir, "sst"), "dev.tsv")
+def dev_labels(data_dir: str, task: str = "sst") -> List[str]:
+    dev = os.path.join(data_layout.finetuning_data_dir(data_dir, task), "dev.tsv")
     with open(dev, encoding="utf-8") as f:
         return [line.rstrip("\n").split("\t")[-1] for line in f.readlines()[1:] if line.strip()]
 
 
-def correct_per_seed(results_dir: str, labels: List[str], seeds: int) -> List[str]:
+def correct_per_seed(
+    results_dir: str, labels: List[str], seeds: int, task: str = "sst"
+) -> List[str]:
     """One string of "0"/"1" per trial (right or wrong on each dev sentence), from the trials'
     prediction files in `results_dir`."""
     correct = []
     for trial in range(1, seeds + 1):
         suffix = "" if trial == 1 else f"_trial{trial}"
         with open(
-            os.path.join(results_dir, f"sst_dev_predictions{suffix}.tsv"), encoding="utf-8"
+            os.path.join(results_dir, f"{task}_dev_predictions{suffix}.tsv"), encoding="utf-8"
         ) as f:
             preds = [line.rstrip("\n").split("\t")[1] for line in f.readlines()[1:]]
         if len(preds) != len(labels):

@@ -76,9 +76,11 @@ def kept_record(runs_dir: str, key: str, pretrained: str, hparams: Dict[str, Any
 
 
 def keep_record(runs_dir: str, key: str, pretrained: str, hparams: Dict[str, Any],
-                correct: str, seconds: float) -> float:  # fmt: skip
-    """Writes a finished fine-tuning's record; returns its accuracy (%)."""
-    accuracy = 100.0 * correct.count("1") / len(correct)
+                correct: str, seconds: float, score: Optional[float] = None) -> float:  # fmt: skip
+    """Writes a finished fine-tuning's record; returns its score: `score` where given (another
+    metric over `correct`, e.g. the Chinese tagging task's span F1 from per-sentence counts),
+    else the accuracy (%) of the "0"/"1" string `correct`."""
+    accuracy = 100.0 * correct.count("1") / len(correct) if score is None else score
     write_json(record_path(runs_dir, key), {"key": key, "pretrained": pretrained,
                                             "hparams": hparams, "accuracy": accuracy,
                                             "seconds": round(seconds, 1), "correct": correct})  # fmt: skip
