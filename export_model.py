@@ -41,7 +41,9 @@ batches); loading it needs `import tensorflow_text`.
 A fine-tuned model (`run_finetuning.py` with `keep_all_models`: the `config.json` beside the
 checkpoint is of kind "finetuning", or has `task_names` if written before config.json recorded
 its kind) is detected and exported with its task outputs instead (`--head` does not apply;
-`--format=saved_model` only; `--max_seq_length` defaults to the run's):
+`--format=saved_model`, or `--format=litert` for a model with one classification task: ids in,
+`logits`/`probabilities`/`label_id` out, the labels in export_config.json; `--max_seq_length`
+defaults to the run's):
 
     python export_model.py \
         --checkpoint=DATA_DIR/models/NAME/finetuning_models/squad_model_1 --export_dir=OUT
@@ -155,13 +157,18 @@ def main() -> None:
     vocab_file = FLAGS.vocab_file or locate.vocab_beside(prefix)
     config_path = FLAGS.model_config or locate.find_beside(prefix, run_dir.CONFIG_FILES)
     if export.is_finetuning_config(config_path):
-        if FLAGS.format != "saved_model":
+        if FLAGS.format not in ("saved_model", "litert"):
             raise UserError(
-                f"{config_path}: a fine-tuned model exports only as --format=saved_model"
+                f"{config_path}: a fine-tuned model exports as --format=saved_model (or, a "
+                "classifier, --format=litert)"
             )
         if vocab_file is None:
             raise UserError(f"{prefix}: no vocab.txt beside the checkpoint; pass --vocab_file")
         tuned = export.load_finetuned(prefix, vocab_file, config_path, FLAGS.data_dir)
+        if FLAGS.format == "litert":
+            paths = export.export_finetuned_litert(tuned, FLAGS.export_dir, FLAGS.quantize)
+            print(f"wrote the fine-tuned {tuned.tasks[0].name} classifier as {', '.join(paths)}")
+            return
         module = export.export_finetuned_saved_model(tuned, FLAGS.export_dir, FLAGS.max_seq_length)
         names = export.finetuned_signature_names(module)
         print(

@@ -257,3 +257,39 @@ def test_finetuned_export_refuses_a_checkpoint_without_its_heads(tmp_path):
     json.dump(config, open(os.path.join(model_dir, "config.json"), "w"))
     with pytest.raises(UserError, match="does not hold every weight"):
         export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))
+
+
+@pytest.mark.slow
+def test_finetuned_classifier_litert_matches_its_saved_model(tmp_path):
+    from test_export_portable import litert_interpreter
+
+    _, _, model_dir = write_finetuned(str(tmp_path / "data"), ["sst"], seed=3)
+    tuned = export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))
+    export.export_finetuned_saved_model(tuned, str(tmp_path / "saved"))
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serve_text"](
+        text=tf.constant(TEXTS)
+    )
+    feed = {k: served[k].numpy() for k in ("input_ids", "input_mask", "segment_ids")}
+    want = served["logits"].numpy()
+    paths = export.export_finetuned_litert(tuned, str(tmp_path / "litert"), "dynamic_int8")
+    assert [os.path.basename(p) for p in paths] == ["model.tflite", "model_dynamic_int8.tflite"]
+    got = {}
+    for path in paths:
+        runner = litert_interpreter(path).get_signature_runner()
+        got[os.path.basename(path)] = runner(**feed)
+    fp32 = got["model.tflite"]
+    diff = np.abs(fp32["logits"] - want).max()
+    print(f"fine-tuned LiteRT vs SavedModel logits: max |diff| {diff:.2e}")
+    assert diff < 1e-4
+    np.testing.assert_array_equal(fp32["label_id"], want.argmax(-1))
+    np.testing.assert_allclose(fp32["probabilities"].sum(-1), 1.0, atol=1e-6)
+    q = got["model_dynamic_int8.tflite"]["logits"]
+    assert 0 < np.abs(q - want).max() < 0.5  # int8 weights: close, not identical
+    config = json.load(open(tmp_path / "litert" / "export_config.json"))
+    assert config["task"] == "sst" and config["labels"] == ["0", "1"]
+    assert config["outputs"] == ["logits", "probabilities", "label_id"]
+    # a model whose tasks are not one classification is refused in one line
+    _, _, two = write_finetuned(str(tmp_path / "two"), ["sst", "squad"])
+    both = export.load_finetuned(two, os.path.join(two, "vocab.txt"))
+    with pytest.raises(UserError, match=r"one classification task \(this one: sst"):
+        export.export_finetuned_litert(both, str(tmp_path / "refused"))

@@ -13,7 +13,8 @@
   (config.json, model.weights.h5, tokenizer files), which `keras_hub` loads;
 * `onnx_graph`: `export_onnx`, `model.onnx` written op by op with `onnx.helper` (ids in), which
   `onnxruntime` runs;
-* `litert`: `export_litert`, `model.tflite` (and a dynamic-range int8 variant), ids in.
+* `litert`: `export_litert`, `model.tflite` (and a dynamic-range int8 variant), ids in;
+  `export_finetuned_litert` for a fine-tuned classifier.
 """
 
 from electra_tf.export.common import check_export_dir, check_vocab
@@ -27,7 +28,7 @@ from electra_tf.export.finetuned import (
 )
 from electra_tf.export.huggingface import export_huggingface
 from electra_tf.export.keras_hub import export_keras_hub
-from electra_tf.export.litert import export_litert
+from electra_tf.export.litert import export_finetuned_litert, export_litert
 from electra_tf.export.onnx_graph import export_onnx
 from electra_tf.export.original import export_original_checkpoint
 from electra_tf.export.pretrained import ServingModule, export_saved_model
@@ -41,6 +42,7 @@ __all__ = [
     "export_finetuned_saved_model",
     "export_huggingface",
     "export_keras_hub",
+    "export_finetuned_litert",
     "export_litert",
     "export_onnx",
     "export_original_checkpoint",

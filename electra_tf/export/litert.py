@@ -2,7 +2,9 @@
 ids in (int32 `input_ids`, `input_mask`, `segment_ids` [batch, length], both dynamic), the
 `serving_default` signature's outputs (`sequence_output` and the head's logits), TFLite
 builtin ops only (no Flex delegate needed), and optionally `model_dynamic_int8.tflite`:
-dynamic-range quantization (int8 weights, float32 activations quantized on the fly).
+dynamic-range quantization (int8 weights, float32 activations quantized on the fly). A
+fine-tuned classifier (one classification task) exports the same way (`export_finetuned_litert`):
+ids in; `logits`, `probabilities` and `label_id` out.
 
 Text in does not convert: the in-graph tokenizer's normalisation (`GraphTokenizer`) uses
 `UnicodeDecode`/`UnicodeEncode`, which are neither TFLite builtins nor among
@@ -22,6 +24,7 @@ from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir
 from electra_tf.export.onnx_graph import write_portable_extras
 from electra_tf.export.pretrained import IDS_SIGNATURE, network_and_head
+from electra_tf.finetune.classification.head import pool
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 
@@ -59,6 +62,41 @@ class LiteRTModule(tf.Module):
         return out
 
 
+class FinetunedLiteRTModule(tf.Module):
+    """The function converted to LiteRT for a fine-tuned classifier: its encoder and its one
+    classification head on ids, as the SavedModel's `serving_default` (`logits`,
+    `probabilities`, `label_id`; label strings are in `export_config.json`).
+
+    Args:
+        loaded: `export.load_finetuned`'s result with one classification task.
+    """
+
+    def __init__(self, loaded):
+        super().__init__(name="electra_finetuned_litert")
+        kinds = [t.export_kind for t in loaded.tasks]
+        if kinds != ["classification"]:
+            raise UserError(
+                "--format=litert: a fine-tuned model exports to LiteRT with one classification "
+                f"task (this one: {', '.join(f'{t.name} ({k})' for t, k in zip(loaded.tasks, kinds))}); "
+                "export it as --format=saved_model"
+            )
+        self.encoder = loaded.model.encoder
+        self.head = getattr(loaded.model.task_heads, f"head_{loaded.tasks[0].name}")
+        weights = self.encoder.weights + self.head.weights
+        self.model_variables = [getattr(w, "value", w) for w in weights]  # tracked tf.Variables
+
+    @tf.function(autograph=False, input_signature=IDS_SIGNATURE)
+    def serve(self, input_ids, input_mask, segment_ids):
+        seq = self.encoder(input_ids, input_mask, segment_ids, training=False)
+        pooled = pool(seq, input_mask, self.head.pooling)
+        logits = tf.cast(self.head.dense(pooled), tf.float32)
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32),
+        }
+
+
 def convert(saved_model_dir: str, quantize: str = "none") -> bytes:
     """The LiteRT flatbuffer of a SavedModel's signatures (builtin ops only)."""
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
@@ -84,7 +122,32 @@ def export_litert(
     encoder, head_layer = network_and_head(loaded, head)
     if not isinstance(encoder, TransformerEncoder) or encoder.causal is not None:
         raise UserError("--format=litert: only a bidirectional TransformerEncoder exports")
-    module = LiteRTModule(encoder, head_layer)
+    files, paths = _write_files(LiteRTModule(encoder, head_layer), export_dir, quantize)
+    info = {"format": "litert", "files": files, "signature": "serving_default"}
+    write_portable_extras(export_dir, loaded, encoder, head, vocab_file, do_lower_case, info)
+    return paths
+
+
+def export_finetuned_litert(loaded, export_dir: str, quantize: str = "none") -> list[str]:
+    """Writes `model.tflite` (and the quantized file) of a fine-tuned classifier
+    (`FinetunedLiteRTModule`), `vocab.txt` and `export_config.json` (its task and labels);
+    returns the model files' paths."""
+    if quantize not in QUANTIZE_CHOICES:
+        raise UserError(f"--quantize={quantize}: choose one of {', '.join(QUANTIZE_CHOICES)}")
+    check_export_dir(export_dir)
+    module = FinetunedLiteRTModule(loaded)
+    files, paths = _write_files(module, export_dir, quantize)
+    task = loaded.tasks[0]
+    info = {"format": "litert", "files": files, "signature": "serving_default",
+            "outputs": ["logits", "probabilities", "label_id"], "task": task.name,
+            "labels": task.export_labels()}  # fmt: skip
+    write_portable_extras(export_dir, loaded, module.encoder, "classification",
+                          loaded.vocab_file, None, info)  # fmt: skip
+    return paths
+
+
+def _write_files(module: tf.Module, export_dir: str, quantize: str):
+    """({file name: quantization}, paths): `module.serve` saved as a SavedModel and converted."""
     files = {LITERT_FILE: "none"}
     if quantize != "none":
         files[QUANTIZED_FILES[quantize]] = quantize
@@ -97,6 +160,4 @@ def export_litert(
             with open(path, "wb") as f:
                 f.write(convert(tmp, how))
             paths.append(path)
-    info = {"format": "litert", "files": files, "signature": "serving_default"}
-    write_portable_extras(export_dir, loaded, encoder, head, vocab_file, do_lower_case, info)
-    return paths
+    return files, paths
