@@ -309,6 +309,11 @@ def run_all(runs) -> None:
     mine = runs[FLAGS.worker :: FLAGS.workers]
     todo = [r for r in mine if kept(r) is None]
     progress(f"{len(mine)} of {len(runs)} fine-tunings in this worker, {len(todo)} to run")
+    waiting = [r for r in todo if not os.path.exists(final_checkpoint(r["pretrained"]) + ".index")]
+    if waiting:
+        names = sorted({r["pretrained"] for r in waiting})
+        progress(f"{len(waiting)} of them left for a later run: {names} not pretrained yet")
+        todo = [r for r in todo if r not in waiting]
     start = time.time()
     for i, run in enumerate(todo, 1):
         done = finetune(run)
