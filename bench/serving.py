@@ -117,6 +117,7 @@ class Sides:
         from electra_tf.checkpoint import load_model
 
         self.notes: list[str] = []
+        self.finetuned_pack = None
         self.threads = {"tensorflow": f"intra-op {threads}, inter-op 1"}
         loaded = load_model.load_networks(run, None, "discriminator")
         vocab_file = data_layout.vocab_file(run)
@@ -128,21 +129,45 @@ class Sides:
         self.text = {"SavedModel serve_text": self._tf_text(self.saved)}
         self.pair = self.saved.signatures["serve_text_pair"]
         if finetuned:
-            from electra_tf import run_dir
+            from electra_tf.checkpoint import locate
 
-            prefix = run_dir.resolve_checkpoint(finetuned)
-            tuned = export.load_finetuned(prefix, run_dir.vocab_beside(prefix))
+            prefix = locate.resolve_checkpoint(finetuned)
+            tuned = export.load_finetuned(prefix, locate.vocab_beside(prefix))
             fsm = os.path.join(work, "finetuned")
             export.export_finetuned_saved_model(tuned, fsm)
             ft = tf.saved_model.load(fsm)
             self.ids["fine-tuned serving_default"] = self._tf_ids(ft, "serving_default", "logits")
             self.text["fine-tuned serve_text"] = self._tf_text(ft, "logits")
+            self.finetuned_labels = tuned.tasks[0].export_labels()
+            # its own vocab: its sides get ids from its own serve_text, random ids below its size
+            self.finetuned_pack = ft.signatures["serve_text"]
+            self.finetuned_vocab_size = tuned.model_config.vocab_size
+            self._add_finetuned_litert(tuned, work, threads, export)
         self.reference_key = "SavedModel serving_default"
         self.shape_only = {}  # sides measured at the fixed shapes only
         if keras_graph:
             self.shape_only[KERAS_GRAPH] = self._keras_graph(loaded)
         self._add_onnx(loaded, work, threads, export)
         self._add_torch(loaded, work, threads, export, vocab_file)
+
+    def _add_finetuned_litert(self, tuned, work, threads, export):
+        """The fine-tuned classifier's LiteRT files (float32 and dynamic-range int8) as sides."""
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError:
+            import tensorflow as tf
+
+            Interpreter = tf.lite.Interpreter
+        paths = export.export_finetuned_litert(
+            tuned, os.path.join(work, "ft_litert"), "dynamic_int8"
+        )
+        self.threads["LiteRT (XNNPACK)"] = f"{threads} threads"
+        for path, name in zip(paths, ("fine-tuned LiteRT", "fine-tuned LiteRT int8")):
+            runner = Interpreter(model_path=path, num_threads=threads).get_signature_runner()
+            self.ids[name] = lambda ids, mask, seg, r=runner: r(
+                input_ids=ids, input_mask=mask, segment_ids=seg
+            )["logits"]
+            self.notes.append(f"{name}: {os.path.getsize(path) / 2**20:.1f} MiB")
 
     @staticmethod
     def _keras_graph(loaded):
@@ -245,13 +270,17 @@ def bench_shapes(sides: Sides, iters: int, rng, mismatches) -> list[dict]:
         want = sides.ids[sides.reference_key](ids, mask, seg)
         times = {name: [] for name in every}
         diffs = {}
+        ft_ids = ids if sides.finetuned_pack is None else ids % sides.finetuned_vocab_size
+        feeds = {
+            name: (ft_ids if name.startswith("fine-tuned") else ids, mask, seg) for name in every
+        }
         for name, fn in every.items():  # warm-up (and tracing) call, and the logit check
-            out = fn(ids, mask, seg)
+            out = fn(*feeds[name])
             if name in ids_sides:
                 diffs[name] = check_logits(f"{name} {b}x{n}", out, want, mask, mismatches)
         for _ in range(iters if b == 1 else max(2, iters // 3)):  # batch 32: a third
             for name, fn in every.items():
-                times[name].append(timed(fn, ids, mask, seg)[0])
+                times[name].append(timed(fn, *feeds[name])[0])
         for name, t in times.items():
             rows.append(summary(f"{b}x{n}", name, b, t, diffs.get(name)))
     return rows
@@ -269,25 +298,38 @@ def summary(case, side, batch, times, diff=None) -> dict:
     return row
 
 
+def packed_features(serve_text, sentences: list[str]) -> tuple:
+    """(ids, mask, segment ids) as a SavedModel's serve_text packs the sentences."""
+    import tensorflow as tf
+
+    packed = serve_text(text=tf.constant(sentences))
+    return tuple(packed[k].numpy() for k in ("input_ids", "input_mask", "segment_ids"))
+
+
+def cut(features: tuple, start: int, end: int) -> tuple:
+    """Rows start:end, cut at their longest sequence."""
+    n = int(features[1][start:end].sum(1).max())
+    return tuple(f[start:end, :n] for f in features)
+
+
 def bench_sentences(sides: Sides, sentences: list[str], mismatches) -> list[dict]:
     """Each sentence alone, then batches of 32, at their own lengths (ids: the SavedModel's
     own tokenization, cut at the batch's longest)."""
-    import tensorflow as tf
 
-    packed = sides.saved.signatures["serve_text"](text=tf.constant(sentences))
-    ids, mask, seg = (packed[k].numpy() for k in ("input_ids", "input_mask", "segment_ids"))
-    lengths = mask.sum(1)
+    features = {False: packed_features(sides.saved.signatures["serve_text"], sentences)}
+    if sides.finetuned_pack is not None:
+        features[True] = packed_features(sides.finetuned_pack, sentences)
     rows = []
     for label, size in (("movie dev, single", 1), ("movie dev, batches of 32", 32)):
         total = {name: 0.0 for name in [*sides.ids, *sides.text]}
         worst = {}
         for start in range(0, len(sentences), size):
             end = start + size
-            n = int(lengths[start:end].max())
-            feed = (ids[start:end, :n], mask[start:end, :n], seg[start:end, :n])
+            feeds = {k: cut(f, start, end) for k, f in features.items()}
             texts = np.array(sentences[start:end], dtype=object)
             ref = None
             for name, fn in sides.ids.items():
+                feed = feeds[name.startswith("fine-tuned")]
                 t, out = timed(fn, *feed)
                 total[name] += t
                 if name == sides.reference_key:
@@ -306,6 +348,37 @@ def bench_sentences(sides: Sides, sentences: list[str], mismatches) -> list[dict
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
+
+
+def finetuned_accuracy(sides: Sides, sentences: list[str], labels: list[str]) -> list[dict]:
+    """Accuracy on the movie dev sentences of each fine-tuned ids side (batches of 32 at their
+    own lengths): the SavedModel's and its LiteRT files' (float32, dynamic-range int8)."""
+    features = packed_features(sides.finetuned_pack, sentences)
+    names = [n for n in sides.ids if n.startswith("fine-tuned")]
+    right = dict.fromkeys(names, 0)
+    agree = dict.fromkeys(names, 0)
+    for start in range(0, len(sentences), 32):
+        feed = cut(features, start, start + 32)
+        gold = np.array(labels[start : start + 32])
+        reference = None
+        for name in names:
+            predicted = np.asarray(sides.ids[name](*feed)).argmax(-1)
+            reference = predicted if reference is None else reference
+            right[name] += int((np.array(sides.finetuned_labels)[predicted] == gold).sum())
+            agree[name] += int((predicted == reference).sum())
+    rows = []
+    for name in names:
+        row = {"case": "movie dev accuracy", "side": name, "sentences": len(sentences),
+               "accuracy": round(100.0 * right[name] / len(sentences), 2),
+               "same_label_as_saved_model": agree[name]}  # fmt: skip
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def read_labels(n: int) -> list[str]:
+    with open(DEV, encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t")[1] for line in f][1 : n + 1]
 
 
 def main(argv=None) -> int:
@@ -342,6 +415,8 @@ def main(argv=None) -> int:
         ]
         rows.append(summary("32 pairs (movie dev)", "SavedModel serve_text_pair", 32, t))
         rows += bench_sentences(sides, texts, mismatches)
+        if args.finetuned:
+            rows += finetuned_accuracy(sides, texts, read_labels(args.sentences))
     print(f"uptime after: {uptime()}")
     print_table(rows)
     if mismatches:
@@ -355,6 +430,12 @@ def print_table(rows: list[dict]) -> None:
     print("\n| case | side | median ms | p99 ms | sequences/s |")
     print("|---|---|---|---|---|")
     for r in rows:
+        if "accuracy" in r:
+            agree = (
+                f"{r['same_label_as_saved_model']} of {r['sentences']} labels as the SavedModel's"
+            )
+            print(f"| {r['case']} | {r['side']} | {r['accuracy']}% | {agree} | - |")
+            continue
         if "median_ms" in r:
             cells = (r["median_ms"], r["p99_ms"], r["seq_per_s"])
         else:

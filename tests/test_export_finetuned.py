@@ -24,10 +24,12 @@ CONTEXTS = ["The cat sat on the mat.", "", "The Cat was in the park, playing wit
 QUESTIONS = ["who sat?", "what is it, what was it, what?", "Where is the cat?"]
 
 
-def write_finetuned(data_dir: str, tasks: list, seed: int = 0, legacy: bool = False):
+def write_finetuned(
+    data_dir: str, tasks: list, seed: int = 0, legacy: bool = False, pooling: str = "cls"
+):
     """A fine-tuned model's directory as run_finetuning.py (keep_all_models) writes it (`legacy`:
-    as it wrote it before the config.json had a `kind`), every weight random. Returns (model, its
-    Task objects, the directory)."""
+    as it wrote it before the config.json had a `kind`; `pooling`: the classifiers'), every
+    weight random. Returns (model, its Task objects, the directory)."""
     from electra_tf.finetune.config import FinetuningConfig
     from electra_tf.finetune.features import full_spec
     from electra_tf.finetune.model import build_model
@@ -60,6 +62,7 @@ def write_finetuned(data_dir: str, tasks: list, seed: int = 0, legacy: bool = Fa
         beam_size=BEAM,
         max_query_length=QUERY_LEN,
         vocab_file=vocab,
+        classifier_pooling=pooling,
     )
     task_objs = get_tasks(config, FullTokenizer(vocab))
     spec = full_spec(task_objs, FT_LEN)
@@ -263,7 +266,7 @@ def test_finetuned_export_refuses_a_checkpoint_without_its_heads(tmp_path):
 def test_finetuned_classifier_litert_matches_its_saved_model(tmp_path):
     from test_export_portable import litert_interpreter
 
-    _, _, model_dir = write_finetuned(str(tmp_path / "data"), ["sst"], seed=3)
+    _, _, model_dir = write_finetuned(str(tmp_path / "data"), ["sst"], seed=3, pooling="mean")
     tuned = export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))
     export.export_finetuned_saved_model(tuned, str(tmp_path / "saved"))
     served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serve_text"](

@@ -21,7 +21,8 @@ def pool(sequence_output: tf.Tensor, input_mask: tf.Tensor, pooling: str) -> tf.
         return sequence_output[:, 0]
     if pooling != "mean":
         raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
-    mask = tf.cast(input_mask, sequence_output.dtype)[:, :, tf.newaxis]
+    # expand_dims, not [..., tf.newaxis]: a strided slice with a new axis is no LiteRT builtin
+    mask = tf.expand_dims(tf.cast(input_mask, sequence_output.dtype), -1)
     total = tf.reduce_sum(sequence_output * mask, axis=1)
     return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1, mask.dtype))
 
