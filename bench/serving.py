@@ -1,21 +1,24 @@
 """Serving on CPU, one alternating run: this project's SavedModel (each signature: ids, text,
-text pair; a fine-tuned classifier's with --finetuned) against ONNX Runtime (ORT_ENABLE_ALL) on
-the ONNX export of the same weights, and PyTorch eager on the Hugging Face export (only where
-torch and transformers are installed; otherwise a printed note).
+text pair) against ONNX Runtime (ORT_ENABLE_ALL) on the ONNX export of the same weights, LiteRT
+(XNNPACK) on its LiteRT export, and PyTorch eager on the Hugging Face export (only where torch
+and transformers are installed; otherwise a printed note). With --finetuned, a kept fine-tuned
+classifier too: its SavedModel, its LiteRT float32 and dynamic-range int8 files, and the
+accuracy of each on the movie dev sentences.
 
     nice -n 0 python bench/serving.py [--checkpoint=RUN_DIR] [--finetuned=KEPT_MODEL_DIR] \\
-        [--iters=30] [--threads=N] [--sentences=1250] [--tiny]
+        [--iters=30] [--threads=N] [--sentences=1250] [--tiny] [--keras_graph]
 
 Without --checkpoint, an ELECTRA-Small discriminator with random weights and the BERT vocab
 is built (speed does not depend on the values). Shapes: batch x length 1 x 16 and 1 x 128
 (latency: median and 99th percentile of --iters calls) and 32 x 128 (sequences/s, a third as
-many calls); then the
-movie dev sentences (data/movie_sentiment/dev.tsv) as single requests and in batches of 32,
-each at its own length (ids sides: padded to the batch's longest; text sides: the strings).
-Every call of a round is made on each side in turn, so load changes hit all sides alike.
-Logits are checked against the SavedModel's (< 1e-3 over real tokens). Prints the CPU, its
-flags, the threads per side and `uptime` before and after, one JSON line per measurement,
-then a table. float32 only: bfloat16 is noted as not measured (see the printed line).
+many calls); then the movie dev sentences (data/movie_sentiment/dev.tsv) as single requests and
+in batches of 32, each at its own length (ids sides: padded to the batch's longest; text sides:
+the strings; a fine-tuned model's sides: its own vocab's ids). Every call of a round is made on
+each side in turn, so load changes hit all sides alike; no side busy-waits after a call (ONNX
+Runtime without spinning, PyTorch's OpenMP passive), so one side's idle threads do not take the
+cores from the next. Logits are checked against the SavedModel's (< 1e-3 over real tokens).
+Prints the CPU, its flags, the threads per side and `uptime` before and after, one JSON line per
+measurement, then a table. float32 only: bfloat16 is noted as not measured.
 """
 
 import argparse
@@ -30,6 +33,9 @@ import numpy as np
 
 from electra_tf import data_layout
 
+# PyTorch's OpenMP threads busy-wait after each call unless told not to; in one alternating run
+# that spinning takes the cores from the side measured next (set before torch is imported)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEV = os.path.join(REPO, "data", "movie_sentiment", "dev.tsv")
 SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
@@ -148,22 +154,26 @@ class Sides:
         if keras_graph:
             self.shape_only[KERAS_GRAPH] = self._keras_graph(loaded)
         self._add_onnx(loaded, work, threads, export)
+        self._add_litert(loaded, work, threads, export)
         self._add_torch(loaded, work, threads, export, vocab_file)
+
+    def _add_litert(self, loaded, work, threads, export):
+        """The discriminator's LiteRT file (float32, XNNPACK) as a side."""
+        path = export.export_litert(loaded, "discriminator", os.path.join(work, "litert"), None)[0]
+        runner = litert_interpreter(path, threads).get_signature_runner()
+        self.threads["LiteRT (XNNPACK)"] = f"{threads} threads"
+        self.ids["LiteRT"] = lambda ids, mask, seg: runner(
+            input_ids=ids, input_mask=mask, segment_ids=seg
+        )["discriminator_logits"]
 
     def _add_finetuned_litert(self, tuned, work, threads, export):
         """The fine-tuned classifier's LiteRT files (float32 and dynamic-range int8) as sides."""
-        try:
-            from ai_edge_litert.interpreter import Interpreter
-        except ImportError:
-            import tensorflow as tf
-
-            Interpreter = tf.lite.Interpreter
         paths = export.export_finetuned_litert(
             tuned, os.path.join(work, "ft_litert"), "dynamic_int8"
         )
         self.threads["LiteRT (XNNPACK)"] = f"{threads} threads"
         for path, name in zip(paths, ("fine-tuned LiteRT", "fine-tuned LiteRT int8")):
-            runner = Interpreter(model_path=path, num_threads=threads).get_signature_runner()
+            runner = litert_interpreter(path, threads).get_signature_runner()
             self.ids[name] = lambda ids, mask, seg, r=runner: r(
                 input_ids=ids, input_mask=mask, segment_ids=seg
             )["logits"]
@@ -214,6 +224,8 @@ class Sides:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # no busy-waiting after a call: in one alternating run the other sides need the cores
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         self.threads[f"onnxruntime {ort.__version__}"] = f"intra-op {threads}, inter-op 1"
         self.ids["ONNX Runtime"] = lambda ids, mask, seg: session.run(
@@ -244,6 +256,17 @@ class Sides:
                 ).logits.numpy()
 
         self.ids["PyTorch eager"] = run
+
+
+def litert_interpreter(path: str, threads: int):
+    """ai-edge-litert's interpreter where installed, else TensorFlow's (the same kernels)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        import tensorflow as tf
+
+        Interpreter = tf.lite.Interpreter
+    return Interpreter(model_path=path, num_threads=threads)
 
 
 def timed(fn, *args) -> tuple[float, object]:
