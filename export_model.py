@@ -5,7 +5,8 @@ checkpoint layout, in the Hugging Face layout, or as a keras-hub preset.
     python export_model.py --checkpoint=DATA_DIR/models/NAME --export_dir=OUT \\
         [--head=discriminator|generator|encoder] \\
         [--format=saved_model|original_checkpoint|huggingface|keras_hub|onnx|litert] \\
-        [--model_config=CONFIG.json] [--vocab_file=vocab.txt] [--max_seq_length=128]
+        [--model_config=CONFIG.json] [--vocab_file=vocab.txt] [--max_seq_length=128] \\
+        [--serving_precision=float32|bfloat16]
 
 The model config defaults to the `config.json` (or `bert_config.json`) beside the checkpoint and
 the vocab to the `vocab.txt` beside it. `--checkpoint` may be a Hugging Face directory
@@ -99,6 +100,14 @@ flags.DEFINE_enum(
     ["none", "dynamic_int8"],
     "--format=litert: also write model_dynamic_int8.tflite (dynamic-range int8 weights).",
 )
+flags.DEFINE_enum(
+    "serving_precision",
+    "float32",
+    ["float32", "bfloat16"],
+    "--format=saved_model: the encoder's dense matmuls; bfloat16 is about twice as fast on a CPU "
+    "with bfloat16 instructions (AVX512_BF16, AMX) and moves the outputs by bfloat16 rounding "
+    "(docs/SERVING.md).",
+)
 flags.DEFINE_bool(
     "allow_activation_change",
     False,
@@ -151,6 +160,8 @@ def main() -> None:
     export.check_export_dir(FLAGS.export_dir)
     if FLAGS.quantize != "none" and FLAGS.format != "litert":
         raise UserError("--quantize applies to --format=litert only")
+    if FLAGS.serving_precision != "float32" and FLAGS.format != "saved_model":
+        raise UserError("--serving_precision applies to --format=saved_model only")
     prefix = locate.resolve_checkpoint(FLAGS.checkpoint)
     if FLAGS.model_config and run_dir.foreign_dirs(prefix):
         raise UserError(f"{prefix}: --model_config does not apply (its config.json is the model's)")
@@ -169,7 +180,9 @@ def main() -> None:
             paths = export.export_finetuned_litert(tuned, FLAGS.export_dir, FLAGS.quantize)
             print(f"wrote the fine-tuned {tuned.tasks[0].name} classifier as {', '.join(paths)}")
             return
-        module = export.export_finetuned_saved_model(tuned, FLAGS.export_dir, FLAGS.max_seq_length)
+        module = export.export_finetuned_saved_model(
+            tuned, FLAGS.export_dir, FLAGS.max_seq_length, FLAGS.serving_precision
+        )
         names = export.finetuned_signature_names(module)
         print(
             f"wrote the fine-tuned SavedModel ({', '.join(module.kinds[t.name] + ' ' + t.name for t in tuned.tasks)}) "
@@ -228,8 +241,12 @@ def main() -> None:
             vocab_file,
             FLAGS.max_seq_length,
             FLAGS.do_lower_case,
+            FLAGS.serving_precision,
         )
-        print(f"wrote the {FLAGS.head} SavedModel to {FLAGS.export_dir}")
+        print(
+            f"wrote the {FLAGS.head} SavedModel ({FLAGS.serving_precision} matmuls) to "
+            f"{FLAGS.export_dir}"
+        )
     else:
         loaded = load_model.load_networks(prefix, FLAGS.model_config, None)
         print(loaded.report.summary(), flush=True)

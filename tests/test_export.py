@@ -14,6 +14,7 @@ from test_checkpoints import SPECIAL, V, original_names, write_run
 from electra_tf import export
 from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
+from electra_tf.export.pretrained import IdsServingModule
 from electra_tf.packing import truncate_pair
 from electra_tf.tokenization import FullTokenizer, GraphTokenizer
 
@@ -226,3 +227,35 @@ def test_text_signatures_compute_only_the_batchs_longest_sequence(run):
         assert out[key].shape == want[key].shape
         assert np.abs(out[key][:, :longest] - want[key][:, :longest]).max() < 1e-5, key
         assert not out[key][:, longest:].any(), key  # not computed: zeros
+
+
+def test_bfloat16_serving_runs_the_dense_matmuls_in_bfloat16(run, tmp_path):
+    run_dir, model, _ = run
+    loaded = load_model.load_networks(run_dir, None, "discriminator")
+    nets = loaded.networks
+    module = IdsServingModule(
+        nets.discriminator, nets.discriminator_predictions, precision="bfloat16"
+    )
+    ids, mask, seg = batch(seed=7)
+    out = module.serve(tf.constant(ids), tf.constant(mask), tf.constant(seg))
+    want = keras_outputs(model, ids, mask, seg)
+    real = mask.astype(bool)
+    diff = np.abs(out["sequence_output"].numpy() - want["sequence_output"])[real].max()
+    print(f"bfloat16 serving vs the float32 Keras model: sequence_output max |diff| {diff:.2e}")
+    # bfloat16 keeps 8 significant bits: the outputs move (far beyond float32's 1e-6), not far
+    assert 1e-4 < diff < 0.1
+    assert out["sequence_output"].dtype == tf.float32
+    graph = module.serve.get_concrete_function().graph.as_graph_def()
+    ops = [n for f in graph.library.function for n in f.node_def] + list(graph.node)
+    low = [n for n in ops if n.op == "MatMul" and n.attr["T"].type == tf.bfloat16.as_datatype_enum]
+    layers = nets.discriminator.config.num_hidden_layers
+    project = int(nets.discriminator.embeddings_project is not None)
+    # per layer: query/key/value, attention output, intermediate, output; and the projection
+    assert len(low) == 4 * layers + project
+    export.export_saved_model(
+        loaded, "discriminator", str(tmp_path / "sm"), None, precision="bfloat16"
+    )
+    config = json.load(open(tmp_path / "sm" / "assets.extra" / "export_config.json"))
+    assert config["serving"]["precision"] == "bfloat16"
+    with pytest.raises(UserError, match="serving precision 'float16'"):
+        IdsServingModule(nets.discriminator, None, precision="float16")

@@ -97,9 +97,10 @@ class FinetunedServingModule(tf.Module):
         loaded: `load_finetuned`'s result.
         max_seq_length: the text signatures' padding length (tagging, classification) and the QA
             window length.
+        precision: the encoder's dense matmuls (`inference.PRECISIONS`).
     """
 
-    def __init__(self, loaded: LoadedFinetuned, max_seq_length: int):
+    def __init__(self, loaded: LoadedFinetuned, max_seq_length: int, precision: str = "float32"):
         super().__init__(name="electra_finetuned_serving")
         model = loaded.model
         self.encoder = model.encoder
@@ -128,7 +129,7 @@ class FinetunedServingModule(tf.Module):
             encode=self._encode,
             tokenizer=tokenizer,
         )
-        self.inference = InferenceEncoder(self.encoder)
+        self.inference = InferenceEncoder(self.encoder, precision)
         weights = list(self.encoder.weights)
         for task in loaded.tasks:
             head = getattr(model.task_heads, f"head_{task.name}")
@@ -165,15 +166,19 @@ def finetuned_signature_names(module: FinetunedServingModule) -> dict[str, str]:
 
 
 def export_finetuned_saved_model(
-    loaded: LoadedFinetuned, export_dir: str, max_seq_length: Optional[int] = None
+    loaded: LoadedFinetuned,
+    export_dir: str,
+    max_seq_length: Optional[int] = None,
+    precision: str = "float32",
 ) -> FinetunedServingModule:
-    """Writes the SavedModel of a fine-tuned model (see `export_model.py` for the signatures)."""
+    """Writes the SavedModel of a fine-tuned model (see `export_model.py` for the signatures);
+    `precision`: the encoder's dense matmuls (`inference.PRECISIONS`)."""
     check_export_dir(export_dir)
     n = int(max_seq_length or loaded.config.max_seq_length)
     limit = loaded.model_config.max_position_embeddings
     if n < 3 or n > limit:
         raise UserError(f"max_seq_length {n} is not in [3, max_position_embeddings {limit}]")
-    module = FinetunedServingModule(loaded, n)
+    module = FinetunedServingModule(loaded, n, precision)
     names = finetuned_signature_names(module)
     signatures = {key: getattr(module, fn) for key, fn in names.items()}
     tf.saved_model.save(module, export_dir, signatures=signatures)
@@ -185,7 +190,9 @@ def export_finetuned_saved_model(
         "signatures": sorted(signatures),
         "max_seq_length": n,
         "do_lower_case": bool(loaded.config.do_lower_case),
-        "serving": serving_choices("classification: computed on the batch's longest sequence"),
+        "serving": serving_choices(
+            "classification: computed on the batch's longest sequence", precision
+        ),
     }
     write_extra(export_dir, info, loaded.model_config)
     return module

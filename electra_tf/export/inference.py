@@ -13,6 +13,14 @@ encoder's (`electra_tf.modeling.layers`), so the outputs equal the Keras model's
 rounding (tests/test_export.py asserts < 1e-5). No XLA: `jit_compile` compiles once per
 (batch, length) shape, several seconds each on a CPU, and measured no faster here
 (docs/SERVING.md).
+
+`precision="bfloat16"` (export_model.py --serving_precision=bfloat16) runs the encoder's dense
+layers (query/key/value, attention output, feed-forward, embedding projection) as bfloat16
+matmuls on bfloat16 copies of their kernels, with float32 inputs cast down and float32 results
+(bias, residual, LayerNorm, softmax, the attention matmuls and the heads stay float32): on a CPU
+with bfloat16 instructions (AVX512_BF16, AMX) these matmuls run about twice as fast; elsewhere
+bfloat16 is emulated and slower. Outputs move by bfloat16 rounding (docs/SERVING.md has the
+figures), so float32 stays the default.
 """
 
 from typing import Optional
@@ -26,6 +34,7 @@ from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf.modeling.layers import get_activation, layer_norm
 
 MASK_VALUE = -10000.0  # as TransformerLayer
+PRECISIONS = ("float32", "bfloat16")
 
 
 def _var(weight) -> tf.Variable:
@@ -38,14 +47,20 @@ def _dense2d(x: tf.Tensor, dense) -> tf.Tensor:
 
 class InferenceEncoder(tf.Module):
     """`encoder` at inference with fused query/key/value weights (new variables; the others are
-    the encoder's own).
+    the encoder's own, or with bfloat16 their bfloat16 copies).
 
     Args:
         encoder: a bidirectional float32 `TransformerEncoder`.
+        precision: the dense layers' matmuls, one of `PRECISIONS`.
     """
 
-    def __init__(self, encoder: TransformerEncoder):
+    def __init__(self, encoder: TransformerEncoder, precision: str = "float32"):
         super().__init__(name="inference_encoder")
+        if precision not in PRECISIONS:
+            raise UserError(
+                f"serving precision {precision!r}: choose one of {', '.join(PRECISIONS)}"
+            )
+        self.precision = precision
         if not isinstance(encoder, TransformerEncoder) or encoder.causal is not None:
             raise UserError("serving: only a bidirectional TransformerEncoder exports")
         if encoder.compute_dtype != "float32":
@@ -53,13 +68,39 @@ class InferenceEncoder(tf.Module):
         self.encoder = encoder
         self.config = encoder.config
         self.activation = get_activation(encoder.config.hidden_act)
+        low = tf.bfloat16 if precision == "bfloat16" else tf.float32
         self.qkv_kernels, self.qkv_biases = [], []
         for i, layer in enumerate(encoder.transformer_layers):
             parts = (layer.query, layer.key, layer.value)
             kernel = np.concatenate([p.kernel.numpy() for p in parts], axis=1)
             bias = np.concatenate([p.bias.numpy() for p in parts])
+            kernel = tf.cast(kernel, low)
             self.qkv_kernels.append(tf.Variable(kernel, trainable=False, name=f"qkv_kernel_{i}"))
             self.qkv_biases.append(tf.Variable(bias, trainable=False, name=f"qkv_bias_{i}"))
+        # bfloat16: a copy of every other dense kernel, by the layer's path
+        self.low_kernels = {}
+        if precision == "bfloat16":
+            for dense in self._dense_layers():
+                self.low_kernels[dense.path] = tf.Variable(
+                    tf.cast(_var(dense.kernel), low), trainable=False, name=f"{dense.name}_bf16"
+                )
+
+    def _dense_layers(self) -> list:
+        layers = [self.encoder.embeddings_project] if self.encoder.embeddings_project else []
+        for layer in self.encoder.transformer_layers:
+            layers += [layer.attention_output, layer.intermediate, layer.output_dense]
+        return layers
+
+    def _dense(self, x: tf.Tensor, dense) -> tf.Tensor:
+        if self.precision == "float32":
+            return _dense2d(x, dense)
+        y = tf.matmul(tf.cast(x, tf.bfloat16), self.low_kernels[dense.path])
+        return tf.nn.bias_add(tf.cast(y, tf.float32), _var(dense.bias))
+
+    def _qkv(self, x: tf.Tensor, i: int) -> tf.Tensor:
+        kernel = self.qkv_kernels[i]
+        y = tf.matmul(tf.cast(x, kernel.dtype), kernel)
+        return tf.nn.bias_add(tf.cast(y, tf.float32), self.qkv_biases[i])
 
     def __call__(self, input_ids, input_mask, segment_ids) -> tf.Tensor:
         c, emb = self.config, self.encoder.embeddings
@@ -71,22 +112,24 @@ class InferenceEncoder(tf.Module):
         x = layer_norm(x, _var(norm.gamma), _var(norm.beta), norm.epsilon)
         x = tf.reshape(x, [-1, emb.config.embedding_size])
         if self.encoder.embeddings_project is not None:
-            x = _dense2d(x, self.encoder.embeddings_project)
+            x = self._dense(x, self.encoder.embeddings_project)
         mask = tf.reshape(tf.cast(input_mask, tf.float32), [batch, 1, 1, length])
         bias = (1.0 - mask) * MASK_VALUE
         heads = c.num_attention_heads
         size = c.hidden_size // heads
         for i, layer in enumerate(self.encoder.transformer_layers):
-            qkv = tf.nn.bias_add(tf.matmul(x, self.qkv_kernels[i]), self.qkv_biases[i])
+            qkv = self._qkv(x, i)
             qkv = tf.transpose(tf.reshape(qkv, [batch, length, 3, heads, size]), [2, 0, 3, 1, 4])
             q, k, v = tf.unstack(qkv)
             scores = tf.matmul(q, k, transpose_b=True) * (size**-0.5) + bias
             context = tf.matmul(tf.nn.softmax(scores, axis=-1), v)
             context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, c.hidden_size])
             attn = self._norm(
-                _dense2d(context, layer.attention_output) + x, layer.attention_layer_norm
+                self._dense(context, layer.attention_output) + x, layer.attention_layer_norm
             )
-            y = _dense2d(self.activation(_dense2d(attn, layer.intermediate)), layer.output_dense)
+            y = self._dense(
+                self.activation(self._dense(attn, layer.intermediate)), layer.output_dense
+            )
             x = self._norm(y + attn, layer.output_layer_norm)
         return tf.reshape(x, [batch, length, c.hidden_size])
 
@@ -144,15 +187,37 @@ TEXT_PADDING = (
 )
 
 
-def serving_choices(text_padding: Optional[str] = TEXT_PADDING) -> dict:
+PRECISION_NOTES = {
+    "float32": "the default: outputs equal the Keras model's (< 1e-5)",
+    "bfloat16": "the encoder's dense matmuls in bfloat16 (--serving_precision=bfloat16): about "
+    "twice as fast where the CPU has bfloat16 instructions; outputs move by bfloat16 rounding",
+}
+
+
+def serving_choices(text_padding: Optional[str] = TEXT_PADDING, precision: str = "float32") -> dict:
     """What export_config.json records about the serving graph."""
     choices = {
         "encoder": "inference graph: fused query/key/value, 2-D MatMul+BiasAdd, mask bias once",
         "jit_compile": False,
         "jit_compile_reason": "compiles per (batch, length) shape; measured no faster on CPU",
-        "precision": "float32",
+        "precision": precision,
+        "precision_reason": PRECISION_NOTES[precision],
+        "cpu_bfloat16": cpu_has_bfloat16(),
         "outputs": "the head's and sequence_output; no generator in a discriminator export",
     }
     if text_padding:
         choices["text_padding"] = text_padding
     return choices
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU has bfloat16 matmul instructions (AVX512_BF16 or AMX), from
+    /proc/cpuinfo (False where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return bool({"avx512_bf16", "amx_bf16"} & set(line.split()))
+    except OSError:
+        pass
+    return False

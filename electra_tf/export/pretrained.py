@@ -50,6 +50,7 @@ class ServingModule(tf.Module):
         tokenizer: a `GraphTokenizer` (its vocab is saved as an asset).
         max_seq_length: the text signatures' truncation and padding length.
         special_ids: "cls", "sep" and "pad" token ids.
+        precision: the encoder's dense matmuls (`inference.PRECISIONS`).
     """
 
     def __init__(
@@ -59,6 +60,7 @@ class ServingModule(tf.Module):
         tokenizer: Optional[GraphTokenizer],
         max_seq_length: int,
         special_ids: dict[str, int],
+        precision: str = "float32",
     ):
         super().__init__(name="electra_serving")
         self.encoder = encoder
@@ -67,7 +69,7 @@ class ServingModule(tf.Module):
         self.max_seq_length = max_seq_length
         self.special_ids = dict(special_ids)
         self.max_positions = encoder.config.max_position_embeddings
-        self.inference = InferenceEncoder(encoder)
+        self.inference = InferenceEncoder(encoder, precision)
         # the underlying tf.Variables the serving graph reads, tracked for the SavedModel
         weights = encoder.weights + (head.weights if head is not None else [])
         self.model_variables = serving_variables(encoder, weights)
@@ -112,8 +114,13 @@ class IdsServingModule(ServingModule):
     serve_text = None  # hides the text functions: nothing to trace them with
     serve_text_pair = None
 
-    def __init__(self, encoder: TransformerEncoder, head: Optional[keras.layers.Layer]):
-        super().__init__(encoder, head, None, 0, {})
+    def __init__(
+        self,
+        encoder: TransformerEncoder,
+        head: Optional[keras.layers.Layer],
+        precision: str = "float32",
+    ):
+        super().__init__(encoder, head, None, 0, {}, precision)
 
 
 def network_and_head(
@@ -137,10 +144,11 @@ def export_saved_model(
     vocab_file: Optional[str],
     max_seq_length: Optional[int] = None,
     do_lower_case: Optional[bool] = None,
+    precision: str = "float32",
 ) -> ServingModule:
     """Writes the SavedModel for `head` (discriminator | generator | encoder); `max_seq_length`
     None: 128, or max_position_embeddings where that is smaller. `vocab_file` None: the ids
-    signature only."""
+    signature only. `precision`: the encoder's dense matmuls (`inference.PRECISIONS`)."""
     check_export_dir(export_dir)
     encoder, head_layer = network_and_head(loaded, head)
     if max_seq_length is None:
@@ -151,15 +159,15 @@ def export_saved_model(
             f"{encoder.config.max_position_embeddings}]"
         )
     if vocab_file is None:
-        module = IdsServingModule(encoder, head_layer)
+        module = IdsServingModule(encoder, head_layer, precision)
         tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-        info = {"head": head, "text_signatures": False, "serving": serving_choices(None)}
+        info = {"head": head, "text_signatures": False, "serving": serving_choices(None, precision)}
         write_extra(export_dir, info, encoder.config)
         return module
     special = check_vocab(vocab_file, loaded.config.model_config)
     lower = loaded.config.do_lower_case if do_lower_case is None else do_lower_case
     module = ServingModule(
-        encoder, head_layer, GraphTokenizer(vocab_file, lower), max_seq_length, special
+        encoder, head_layer, GraphTokenizer(vocab_file, lower), max_seq_length, special, precision
     )
     signatures = {
         "serving_default": module.serve,
@@ -171,7 +179,7 @@ def export_saved_model(
         "head": head,
         "max_seq_length": max_seq_length,
         "do_lower_case": lower,
-        "serving": serving_choices(),
+        "serving": serving_choices(precision=precision),
     }
     write_extra(export_dir, info, encoder.config)
     return module
