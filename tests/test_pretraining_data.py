@@ -433,6 +433,11 @@ def test_check_tfrecords(built, tmp_path):
     (tmp_path / "empty").write_bytes(b"")
     with pytest.raises(UserError, match="are empty"):
         pd.check_tfrecords(str(tmp_path / "empty"), 8)
+    # a JSON file matched by a too-wide glob: its first 8 bytes read as a length of ~3e18 are
+    # refused before any read (the read crashed the process)
+    (tmp_path / "dataset_info.json").write_text('{\n  "num_examples": 22956\n}\n')
+    with pytest.raises(UserError, match="dataset_info.json is not an uncompressed TFRecord file"):
+        pd.check_tfrecords(str(tmp_path / "dataset_info.json"), 8)
 
 
 def test_check_dataset_info(built, tmp_path, vocab_file):

@@ -28,6 +28,10 @@ def _read_first_record(path: str) -> bytes | None:
         if len(header) < 12:
             raise UserError(f"{path} is not a TFRecord file (truncated header)")
         (length,) = struct.unpack("<Q", header[:8])
+        # a length past the file's end (another file's bytes read as a header) is refused before
+        # reading: reading it would ask for up to 2^64 bytes
+        if length > f.size() - 16:
+            raise UserError(f"{path} is not an uncompressed TFRecord file (bad record length)")
         data = f.read(length)
         if len(data) != length:
             raise UserError(f"{path} is not an uncompressed TFRecord file (bad record length)")

@@ -108,7 +108,8 @@ def pretraining_hparams(name: str, steps: Optional[int] = None) -> Dict[str, Any
     recipe = read_json(FLAGS.recipe)
     vocab = os.path.join(FLAGS.data_dir, "vocab.txt")
     hparams = {**recipe, **PRETRAINING[name], "vocab_file": vocab,
-               "pretrain_tfrecords": os.path.join(FLAGS.data_dir, "pretrain_tfrecords", "*")}  # fmt: skip
+               "pretrain_tfrecords": data_layout.tfrecord_glob(
+                   os.path.join(FLAGS.data_dir, "pretrain_tfrecords"))}  # fmt: skip
     if steps is not None:
         hparams.update(schedule_for_steps(recipe, steps))
     return hparams
