@@ -106,10 +106,8 @@ def pretraining_hparams(name: str, steps: Optional[int] = None) -> Dict[str, Any
     from electra_tf.recipes import schedule_for_steps
 
     recipe = read_json(FLAGS.recipe)
-    vocab = os.path.join(FLAGS.data_dir, "vocab.txt")
-    hparams = {**recipe, **PRETRAINING[name], "vocab_file": vocab,
-               "pretrain_tfrecords": data_layout.tfrecord_glob(
-                   os.path.join(FLAGS.data_dir, "pretrain_tfrecords"))}  # fmt: skip
+    hparams = {**recipe, **PRETRAINING[name], "vocab_file": data_layout.vocab_file(FLAGS.data_dir),
+               "pretrain_tfrecords": data_layout.tfrecord_pattern(FLAGS.data_dir)}  # fmt: skip
     if steps is not None:
         hparams.update(schedule_for_steps(recipe, steps))
     return hparams
@@ -148,16 +146,39 @@ def pretrain(name: str) -> None:
         t = time.time()
         Trainer(PretrainingConfig.from_flat(name, FLAGS.data_dir, hparams)).train()
         plan["train_seconds"] = round(time.time() - t, 1)
+    digest = checkpoint_sha256(final_checkpoint(name))
+    if os.path.exists(summary) and read_json(summary).get("checkpoint_sha256") != digest:
+        # the records of this run's fine-tunings were made from the encoder the summary names:
+        # an encoder pretrained again (another machine, another CPU's rounding) is another one
+        raise UserError(
+            f"{final_checkpoint(name)} (sha256 {digest[:12]}) is not the encoder of {summary} "
+            f"(sha256 {str(read_json(summary).get('checkpoint_sha256'))[:12]}): its kept "
+            "fine-tuning records are not this encoder's; move them and the summary aside to "
+            "start its records anew"
+        )
     if not os.path.exists(summary):
         model_dir = data_layout.model_dir(FLAGS.data_dir, name)
         evals = os.path.join(model_dir, "eval_results.json")
-        dataset = read_json(os.path.join(FLAGS.data_dir, "pretrain_tfrecords",
+        dataset = read_json(os.path.join(data_layout.tfrecord_dir(FLAGS.data_dir),
                                          data_layout.DATASET_INFO_FILE))  # fmt: skip
         write_json(summary, {"run": name, **PRETRAINING[name], **plan,
                              "eval_on_training_data": read_json(evals) if os.path.exists(evals) else None,
                              "dataset": {k: dataset.get(k) for k in ("num_examples", "num_tokens",
                                          "vocab_sha256", "word_segmenter", "word_segmenter_version")},
-                             "cpu": cpu_name()})  # fmt: skip
+                             "cpu": cpu_name(), "checkpoint_sha256": digest})  # fmt: skip
+
+
+def checkpoint_sha256(prefix: str) -> str:
+    """One sha256 over a checkpoint's index and data files (in name order)."""
+    import glob
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(glob.glob(prefix + ".*")):
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
 
 
 def cpu_name() -> str:
@@ -292,7 +313,7 @@ def finetune(run: Dict[str, Any]) -> Dict[str, Any]:
     if not os.path.exists(checkpoint + ".index"):
         raise UserError(f"{checkpoint}: not pretrained: run --stage=pretrain first")
     h = run_hparams(run)
-    paths = {"init_checkpoint": checkpoint, "vocab_file": os.path.join(FLAGS.data_dir, "vocab.txt")}
+    paths = {"init_checkpoint": checkpoint, "vocab_file": data_layout.vocab_file(FLAGS.data_dir)}
     config = FinetuningConfig.from_flat(run["name"], ddir, {**h, **paths}, explicit=())
     keras.backend.clear_session()
     t = time.time()
