@@ -107,7 +107,7 @@ assert [r["seed"] for r in first[:6]] == [100] * 6
 mlm = [r for r in runs if r["arm"] == "mlm"][0]
 assert mlm["hparams"] == chosen["electra"]["hparams"] and mlm["pretrained"] == "mlm_wwm"
 sel = t.selection_runs(t.SELECT_ARMS)
-assert len(sel) == 2 * (6 + 4), len(sel)  # seeds 0-1, tagging, ELECTRA's 6 and random init's 4
+assert len(sel) == 2 * (7 + 5), len(sel)  # seeds 0-1, tagging, ELECTRA's 7 and random init's 5
 assert {r["task"] for r in sel} == {pos} and {r["seed"] for r in sel} == {0, 1}
 assert {r["split"] for r in sel} == {"validation"} and {r["n"] for r in sel} == {"1000"}
 h = t.run_hparams(t.make_run(pos, "dev", "300", 100, "random_init", t.RANDOM_INIT_GRID[0]))
