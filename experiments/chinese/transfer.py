@@ -93,6 +93,8 @@ flags.DEFINE_integer("other_seeds", 5, "evaluate: seeds of every other cell.")
 flags.DEFINE_list("select_tasks", [tasks.TAGGING], "select: the tasks the grid is chosen on.")
 flags.DEFINE_integer("select_seeds", 2, "select: seeds per grid point (0, 1, ...).")
 flags.DEFINE_integer("select_label_count", 1000, "select: the label count.")
+flags.DEFINE_bool("write_recipes", False, "select: write experiments/recipes/finetune_chinese*.json "
+                  "from the choice")  # fmt: skip
 flags.DEFINE_integer("worker", 0, "This process's index among --workers.")
 flags.DEFINE_integer("workers", 1, "Processes sharing a stage's fine-tunings.")
 flags.DEFINE_integer("bootstrap", 10000, "report: bootstrap replicates.")
@@ -349,6 +351,22 @@ def run_all(runs) -> None:
                  f"| ETA {left / 60:.0f} min")  # fmt: skip
 
 
+def write_recipes(chosen: Dict[str, Dict[str, Any]]) -> None:
+    """finetune_chinese.json (the pretrained encoders': ELECTRA's choice) and
+    finetune_chinese_random_init.json: the shared settings, the arm's point, 3 trials."""
+    if set(chosen) != set(SELECT_ARMS):
+        raise UserError(f"--write_recipes: the selection of {sorted(set(SELECT_ARMS) - set(chosen))} "
+                        "is not complete")  # fmt: skip
+    shared = {k: v for k, v in FINETUNE_BASE.items() if k not in ("num_trials", "log_every_steps")}
+    for name, arm in (("finetune_chinese.json", "electra"),
+                      ("finetune_chinese_random_init.json", "random_init")):  # fmt: skip
+        recipe = {**shared, **chosen[arm]["hparams"], "num_trials": 3, "seed": 0}
+        if arm == "random_init":
+            recipe["random_init"] = True
+        write_json(os.path.join(EXPERIMENTS, "recipes", name), recipe)
+        progress(f"wrote experiments/recipes/{name}: {recipe}")
+
+
 # -- main -----------------------------------------------------------------------------------------
 
 
@@ -372,6 +390,8 @@ def main() -> None:
                  "tasks": FLAGS.select_tasks, "chosen": chosen}  # fmt: skip
     if FLAGS.stage == "select":
         write_json(os.path.join(FLAGS.out_dir, "selection.json"), selection)
+        if FLAGS.write_recipes:
+            write_recipes(chosen)
         return
     arms = [a for a in FLAGS.arms if CHOICE_OF.get(a, a) in chosen]
     if FLAGS.stage == "evaluate":
