@@ -65,6 +65,15 @@ def test_serving_bench_tiny_compares_every_side_and_checks_logits():
     if importlib.util.find_spec("onnxruntime"):
         onnx_rows = [r for r in rows if r["side"] == "ONNX Runtime"]
         assert len(onnx_rows) == 5 and all(r["max_logit_diff"] < 1e-3 for r in onnx_rows)
+    # LiteRT (XNNPACK) on the LiteRT export: every case, the logits checked like the others'
+    litert_rows = [r for r in rows if r["side"] == "LiteRT"]
+    assert len(litert_rows) == 5 and all(r["max_logit_diff"] < 1e-3 for r in litert_rows)
+    # the bfloat16 SavedModel where the CPU has bfloat16 instructions (its difference reported)
+    bf16_rows = [r for r in rows if r["side"] == "SavedModel bfloat16 serving_default"]
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        has_bf16 = bool({"avx512_bf16", "amx_bf16"} & set(f.read().split()))
+    assert len(bf16_rows) == (5 if has_bf16 else 0)
+    assert all(0 < r["max_logit_diff"] < 0.1 for r in bf16_rows)
     assert p.stdout.count("uptime before:") == 1 and p.stdout.count("uptime after:") == 1
     assert "CPU: " in p.stdout and "threads per side" in p.stdout
     assert "logits match the SavedModel's" in p.stdout
