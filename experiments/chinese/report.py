@@ -169,11 +169,11 @@ def markdown(summary, selection, pretraining) -> str:
     for c in summary["claims"]:
         state = {None: "not run", True: "holds", False: "does not hold"}[c["holds"]]
         ci = (
-            f" {c['mean_diff']:+.2f} [{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]"
+            f": {c['mean_diff']:+.2f} [{c['ci95'][0]:+.2f}, {c['ci95'][1]:+.2f}]"
             if c["holds"] is not None
             else ""
         )
-        lines.append(f"- {c['task']} N = {c['n']}: {c['comparison']}:{ci}: **{state}**")
+        lines.append(f"- {c['task']} N = {c['n']}: {c['comparison']}{ci}: **{state}**")
     lines += ["", "## Selection (validation split)", ""]
     for arm, c in selection["chosen"].items():
         lines.append(f"- {arm}: chose `{json.dumps(c['hparams'])}`")
