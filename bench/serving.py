@@ -65,18 +65,6 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def cpu_description() -> tuple[str, set]:
-    model, flags = "unknown", set()
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    return model, flags
-
-
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -110,9 +98,11 @@ def random_run(directory: str, tiny: bool) -> str:
     return directory
 
 
-def read_sentences(n: int) -> list[str]:
+def read_dev(n: int) -> tuple[list[str], list[str]]:
+    """The first n movie dev sentences and their labels."""
     with open(DEV, encoding="utf-8") as f:
-        return [line.rstrip("\n").split("\t")[0] for line in f][1 : n + 1]
+        rows = [line.rstrip("\n").split("\t") for line in f][1 : n + 1]
+    return [r[0] for r in rows], [r[1] for r in rows]
 
 
 class Sides:
@@ -172,7 +162,7 @@ class Sides:
     def _add_litert(self, loaded, work, threads, export):
         """The discriminator's LiteRT file (float32, XNNPACK) as a side."""
         path = export.export_litert(loaded, "discriminator", os.path.join(work, "litert"), None)[0]
-        runner = litert_interpreter(path, threads).get_signature_runner()
+        runner = export.litert_interpreter(path, threads).get_signature_runner()
         self.threads["LiteRT (XNNPACK)"] = f"{threads} threads"
         self.ids["LiteRT"] = lambda ids, mask, seg: runner(
             input_ids=ids, input_mask=mask, segment_ids=seg
@@ -185,7 +175,7 @@ class Sides:
         )
         self.threads["LiteRT (XNNPACK)"] = f"{threads} threads"
         for path, name in zip(paths, ("fine-tuned LiteRT", "fine-tuned LiteRT int8")):
-            runner = litert_interpreter(path, threads).get_signature_runner()
+            runner = export.litert_interpreter(path, threads).get_signature_runner()
             self.ids[name] = lambda ids, mask, seg, r=runner: r(
                 input_ids=ids, input_mask=mask, segment_ids=seg
             )["logits"]
@@ -268,17 +258,6 @@ class Sides:
                 ).logits.numpy()
 
         self.ids["PyTorch eager"] = run
-
-
-def litert_interpreter(path: str, threads: int):
-    """ai-edge-litert's interpreter where installed, else TensorFlow's (the same kernels)."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        import tensorflow as tf
-
-        Interpreter = tf.lite.Interpreter
-    return Interpreter(model_path=path, num_threads=threads)
 
 
 def timed(fn, *args) -> tuple[float, object]:
@@ -390,6 +369,7 @@ def finetuned_accuracy(sides: Sides, sentences: list[str], labels: list[str]) ->
     own lengths): the SavedModel's and its LiteRT files' (float32, dynamic-range int8)."""
     features = packed_features(sides.finetuned_pack, sentences)
     names = [n for n in sides.ids if n.startswith("fine-tuned")]
+    label_strings = np.array(sides.finetuned_labels)
     right = dict.fromkeys(names, 0)
     agree = dict.fromkeys(names, 0)
     for start in range(0, len(sentences), 32):
@@ -399,7 +379,7 @@ def finetuned_accuracy(sides: Sides, sentences: list[str], labels: list[str]) ->
         for name in names:
             predicted = np.asarray(sides.ids[name](*feed)).argmax(-1)
             reference = predicted if reference is None else reference
-            right[name] += int((np.array(sides.finetuned_labels)[predicted] == gold).sum())
+            right[name] += int((label_strings[predicted] == gold).sum())
             agree[name] += int((predicted == reference).sum())
     rows = []
     for name in names:
@@ -411,14 +391,11 @@ def finetuned_accuracy(sides: Sides, sentences: list[str], labels: list[str]) ->
     return rows
 
 
-def read_labels(n: int) -> list[str]:
-    with open(DEV, encoding="utf-8") as f:
-        return [line.rstrip("\n").split("\t")[1] for line in f][1 : n + 1]
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cpu, flags = cpu_description()
+    from electra_tf.train.devices import cpu_info
+
+    cpu, flags = cpu_info()
     wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
     print(
         f"CPU: {cpu}; flags: {' '.join(f for f in wanted if f in flags) or 'none of'} "
@@ -438,7 +415,7 @@ def main(argv=None) -> int:
             print(note)
         mismatches: list[str] = []
         rows = bench_shapes(sides, args.iters, np.random.default_rng(0), mismatches)
-        texts = read_sentences(args.sentences)
+        texts, labels = read_dev(args.sentences)
         a, b = tf.constant(texts[:32]), tf.constant((texts[1:] + texts[:1])[:32])
         sides.pair(text_a=a, text_b=b)  # warm-up
         t = [
@@ -447,7 +424,7 @@ def main(argv=None) -> int:
         rows.append(summary("32 pairs (movie dev)", "SavedModel serve_text_pair", 32, t))
         rows += bench_sentences(sides, texts, mismatches)
         if args.finetuned:
-            rows += finetuned_accuracy(sides, texts, read_labels(args.sentences))
+            rows += finetuned_accuracy(sides, texts, labels)
     print(f"uptime after: {uptime()}")
     print_table(rows)
     if mismatches:

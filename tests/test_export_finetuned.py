@@ -264,8 +264,6 @@ def test_finetuned_export_refuses_a_checkpoint_without_its_heads(tmp_path):
 
 @pytest.mark.slow
 def test_finetuned_classifier_litert_matches_its_saved_model(tmp_path):
-    from test_export_portable import litert_interpreter
-
     _, _, model_dir = write_finetuned(str(tmp_path / "data"), ["sst"], seed=3, pooling="mean")
     tuned = export.load_finetuned(model_dir, os.path.join(model_dir, "vocab.txt"))
     export.export_finetuned_saved_model(tuned, str(tmp_path / "saved"))
@@ -278,7 +276,7 @@ def test_finetuned_classifier_litert_matches_its_saved_model(tmp_path):
     assert [os.path.basename(p) for p in paths] == ["model.tflite", "model_dynamic_int8.tflite"]
     got = {}
     for path in paths:
-        runner = litert_interpreter(path).get_signature_runner()
+        runner = export.litert_interpreter(path).get_signature_runner()
         got[os.path.basename(path)] = runner(**feed)
     fp32 = got["model.tflite"]
     diff = np.abs(fp32["logits"] - want).max()

@@ -140,15 +140,6 @@ def test_onnx_generator_and_encoder_match_keras(bert_run, tmp_path):
         assert np.abs(got[key] - want.numpy()).max() < TOLERANCE, head
 
 
-def litert_interpreter(path: str):
-    """ai-edge-litert's interpreter where installed, else TensorFlow's (the same kernels)."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        Interpreter = tf.lite.Interpreter
-    return Interpreter(model_path=path)
-
-
 @pytest.mark.slow
 def test_litert_cli_matches_the_saved_model_and_quantizes(bert_run, reference, tmp_path):
     out = tmp_path / "litert"
@@ -169,7 +160,7 @@ def test_litert_cli_matches_the_saved_model_and_quantizes(bert_run, reference, t
     feed = {k: reference[k] for k in ("input_ids", "input_mask", "segment_ids")}
     results = {}
     for name in ("model.tflite", "model_dynamic_int8.tflite"):
-        interpreter = litert_interpreter(str(out / name))
+        interpreter = export.litert_interpreter(str(out / name))
         assert list(interpreter.get_signature_list()) == ["serving_default"]
         results[name] = interpreter.get_signature_runner()(**feed)
         ops = {d["op_name"] for d in interpreter._get_ops_details()}

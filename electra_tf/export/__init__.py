@@ -28,7 +28,7 @@ from electra_tf.export.finetuned import (
 )
 from electra_tf.export.huggingface import export_huggingface
 from electra_tf.export.keras_hub import export_keras_hub
-from electra_tf.export.litert import export_finetuned_litert, export_litert
+from electra_tf.export.litert import export_finetuned_litert, export_litert, litert_interpreter
 from electra_tf.export.onnx_graph import export_onnx
 from electra_tf.export.original import export_original_checkpoint
 from electra_tf.export.pretrained import ServingModule, export_saved_model
@@ -49,5 +49,6 @@ __all__ = [
     "export_saved_model",
     "finetuned_signature_names",
     "is_finetuning_config",
+    "litert_interpreter",
     "load_finetuned",
 ]

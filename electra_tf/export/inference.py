@@ -32,6 +32,7 @@ from electra_tf.errors import UserError
 from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf.modeling.layers import get_activation, layer_norm
+from electra_tf.train import devices
 
 MASK_VALUE = -10000.0  # as TransformerLayer
 PRECISIONS = ("float32", "bfloat16")
@@ -212,13 +213,5 @@ def serving_choices(text_padding: Optional[str] = TEXT_PADDING, precision: str =
 
 
 def cpu_has_bfloat16() -> bool:
-    """Whether this CPU has bfloat16 matmul instructions (AVX512_BF16 or AMX), from
-    /proc/cpuinfo (False where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return bool({"avx512_bf16", "amx_bf16"} & set(line.split()))
-    except OSError:
-        pass
-    return False
+    """Whether this CPU has bfloat16 matmul instructions (AVX512_BF16 or AMX)."""
+    return bool(set(devices.GRAPH_PATH_CPU_FLAGS) & devices.cpu_info()[1])

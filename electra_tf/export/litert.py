@@ -97,6 +97,16 @@ class FinetunedLiteRTModule(tf.Module):
         }
 
 
+def litert_interpreter(path: str, num_threads: Optional[int] = None):
+    """A LiteRT interpreter for `path`: ai-edge-litert's where installed, else TensorFlow's
+    `tf.lite.Interpreter` (the same kernels)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        Interpreter = tf.lite.Interpreter
+    return Interpreter(model_path=path, num_threads=num_threads)
+
+
 def convert(saved_model_dir: str, quantize: str = "none") -> bytes:
     """The LiteRT flatbuffer of a SavedModel's signatures (builtin ops only)."""
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)

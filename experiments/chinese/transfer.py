@@ -21,6 +21,7 @@ The per-example result of a fine-tuning is "1"/"0" per review (right or wrong) f
 recomputes span F1 from resampled sentences (`report.py`).
 """
 
+import functools
 import itertools
 import math
 import os
@@ -120,6 +121,7 @@ def pretraining_hparams(name: str, steps: Optional[int] = None) -> Dict[str, Any
     return hparams
 
 
+@functools.lru_cache(maxsize=None)  # read per fine-tuning run: a config and a vocab each time
 def pretraining_steps(name: str) -> Dict[str, Any]:
     """The run's steps for --budget_flops real FLOPs (the fewest steps that reach it)."""
     from electra_tf.pretraining_config import PretrainingConfig
@@ -142,7 +144,7 @@ def pretrain(name: str) -> None:
     from electra_tf.pretraining_config import PretrainingConfig
     from electra_tf.train import Trainer
 
-    plan = pretraining_steps(name)
+    plan = dict(pretraining_steps(name))  # a copy: the cached plan stays as it is
     summary = os.path.join(FLAGS.out_dir, "pretraining", f"{name}.json")
     if os.path.exists(final_checkpoint(name) + ".index"):
         progress(f"{name}: pretrained ({final_checkpoint(name)})")
@@ -189,14 +191,10 @@ def checkpoint_sha256(prefix: str) -> str:
 
 
 def cpu_name() -> str:
-    import platform
+    from electra_tf.train.devices import cpu_info
 
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-        info = f.read()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith("model name")), platform.processor())  # fmt: skip
-    flags_line = next((ln for ln in info.splitlines() if ln.startswith("flags")), "")
-    extra = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags_line.split()]
+    model, flags = cpu_info()
+    extra = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags]
     return f"{model} ({os.cpu_count()} logical CPUs; {', '.join(extra) or 'no AVX-512'})"
 
 
