@@ -6,7 +6,7 @@ classifier too: its SavedModel, its LiteRT float32 and dynamic-range int8 files,
 accuracy of each on the movie dev sentences.
 
     nice -n 0 python bench/serving.py [--checkpoint=RUN_DIR] [--finetuned=KEPT_MODEL_DIR] \\
-        [--iters=30] [--threads=N] [--sentences=1250] [--tiny] [--keras_graph]
+        [--iters=30] [--threads=N] [--sentences=1250] [--tiny] [--keras_graph] [--matmul_floor]
 
 Without --checkpoint, an ELECTRA-Small discriminator with random weights and the BERT vocab
 is built (speed does not depend on the values). Shapes: batch x length 1 x 16 and 1 x 128
@@ -19,11 +19,14 @@ Runtime without spinning, PyTorch's OpenMP passive), so one side's idle threads 
 cores from the next. Logits are checked against the SavedModel's (< 1e-3 over real tokens).
 Where the CPU has bfloat16 instructions (AVX512_BF16, AMX), the SavedModel exported with
 `--serving_precision=bfloat16` is a side too (its logit difference is reported, not checked).
+--matmul_floor adds the model's dense matmuls alone at the fixed shapes: the time below which no
+TensorFlow graph of the model can answer (docs/SERVING.md).
 Prints the CPU, its flags, the threads per side and `uptime` before and after, one JSON line per
 measurement, then a table.
 """
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -44,6 +47,7 @@ SPECIAL = {"pad": 0, "cls": 101, "sep": 102, "mask": 103}
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
 SHAPES = ((1, 16), (1, 128), (32, 128))
 KERAS_GRAPH = "Keras graph (the earlier serving_default)"
+MATMUL_FLOOR = "TensorFlow dense matmuls alone"
 BFLOAT16 = "SavedModel bfloat16 serving_default"
 LOGITS_TOLERANCE = 1e-3
 
@@ -61,6 +65,13 @@ def parse_args(argv=None):
         action="store_true",
         help="also the Keras model as one tf.function (what serving_default ran before its "
         "inference graph), at the fixed shapes",
+    )
+    p.add_argument(
+        "--matmul_floor",
+        action="store_true",
+        help="also the encoder's dense matmuls alone, chained as in the model, as one "
+        "tf.function (float32; bfloat16 where the CPU has it; XLA on and off): the time below "
+        "which no TensorFlow graph of this model can answer, at the fixed shapes",
     )
     return p.parse_args(argv)
 
@@ -108,7 +119,15 @@ def read_dev(n: int) -> tuple[list[str], list[str]]:
 class Sides:
     """The runtimes under test; each side maps (ids, mask, seg) or strings to its logits."""
 
-    def __init__(self, work: str, run: str, threads: int, finetuned: str | None, keras_graph: bool):
+    def __init__(
+        self,
+        work: str,
+        run: str,
+        threads: int,
+        finetuned: str | None,
+        keras_graph: bool,
+        matmul_floor: bool = False,
+    ):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
@@ -153,8 +172,15 @@ class Sides:
             self._add_finetuned_litert(tuned, work, threads, export)
         self.reference_key = "SavedModel serving_default"
         self.shape_only = {}  # sides measured at the fixed shapes only
+        self.unchecked = set()  # sides whose output is no logits
         if keras_graph:
             self.shape_only[KERAS_GRAPH] = self._keras_graph(loaded)
+        if matmul_floor:
+            precisions = ["float32"] + (["bfloat16"] if cpu_has_bfloat16() else [])
+            for precision, jit in itertools.product(precisions, (False, True)):
+                name = f"{MATMUL_FLOOR} ({precision}{', XLA' if jit else ''})"
+                self.shape_only[name] = self._matmul_floor(loaded, precision, jit)
+                self.unchecked.add(name)
         self._add_onnx(loaded, work, threads, export)
         self._add_litert(loaded, work, threads, export)
         self._add_torch(loaded, work, threads, export, vocab_file)
@@ -198,6 +224,45 @@ class Sides:
             return {"sequence_output": seq, "discriminator_logits": logits}
 
         return lambda ids, mask, seg: run(ids, mask, seg)["discriminator_logits"].numpy()
+
+    @staticmethod
+    def _matmul_floor(loaded, precision: str, jit: bool):
+        """The discriminator's dense matmuls (embedding projection; per layer query/key/value
+        fused, attention output, feed-forward in and out; the head's two), each on the previous
+        one's output as in the model, and nothing else: no attention, LayerNorm, GELU or bias."""
+        import tensorflow as tf
+
+        from electra_tf.export.inference import InferenceEncoder, _var
+
+        nets = loaded.networks
+        encoder = InferenceEncoder(nets.discriminator, precision)
+        hidden = nets.discriminator.config.hidden_size
+
+        def kernel(dense):
+            return encoder.low_kernels.get(dense.path, _var(dense.kernel))
+
+        chain = []  # (kernel, keep the first `hidden` columns of its output)
+        if nets.discriminator.embeddings_project is not None:
+            chain.append((kernel(nets.discriminator.embeddings_project), False))
+        for i, layer in enumerate(nets.discriminator.transformer_layers):
+            chain.append((encoder.qkv_kernels[i], True))
+            chain += [(kernel(d), False) for d in (layer.attention_output, layer.intermediate)]
+            chain.append((kernel(layer.output_dense), False))
+        head = nets.discriminator_predictions
+        chain += [(_var(head.dense.kernel), False), (_var(head.dense_1.kernel), False)]
+        width = chain[0][0].shape[0]
+        spec = [tf.TensorSpec([None, None], tf.int32)] * 3
+
+        @tf.function(input_signature=spec, autograph=False, jit_compile=jit)
+        def run(ids, mask, seg):
+            x = tf.cast(tf.reshape(ids, [-1, 1]), tf.float32) * tf.ones([1, width]) * 1e-5
+            for w, first_part in chain:
+                x = tf.cast(tf.matmul(tf.cast(x, w.dtype), w), tf.float32)
+                if first_part:  # query/key/value: the attention output reads `hidden` columns
+                    x = x[:, :hidden]
+            return tf.reshape(x, tf.shape(ids))
+
+        return lambda ids, mask, seg: run(ids, mask, seg).numpy()
 
     @staticmethod
     def _tf_ids(model, name, key="discriminator_logits"):
@@ -276,7 +341,11 @@ def check_logits(name, got, want, mask, mismatches):
 def bench_shapes(sides: Sides, iters: int, rng, mismatches) -> list[dict]:
     rows = []
     every = {**sides.ids, **sides.shape_only}
-    ids_sides = {k: v for k, v in every.items() if not k.startswith("fine-tuned")}
+    ids_sides = {
+        k: v
+        for k, v in every.items()
+        if not k.startswith("fine-tuned") and k not in sides.unchecked
+    }
     for b, n in SHAPES:
         ids = rng.integers(1000, 29000, (b, n)).astype(np.int32)
         mask = np.ones((b, n), np.int32)
@@ -408,7 +477,7 @@ def main(argv=None) -> int:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     with tempfile.TemporaryDirectory() as work:
         run = args.checkpoint or random_run(os.path.join(work, "run"), args.tiny)
-        sides = Sides(work, run, args.threads, args.finetuned, args.keras_graph)
+        sides = Sides(work, run, args.threads, args.finetuned, args.keras_graph, args.matmul_floor)
         print(f"tensorflow {tf.__version__}; threads per side: {json.dumps(sides.threads)}")
         print(f"SavedModel export_config: {json.dumps(sides.export_config)}")
         for note in sides.notes:

@@ -46,6 +46,7 @@ def test_serving_bench_tiny_compares_every_side_and_checks_logits():
             "--tiny",
             "--iters=2",
             "--sentences=40",
+            "--matmul_floor",
         ],
         env=ENV,
         cwd=REPO,
@@ -74,6 +75,11 @@ def test_serving_bench_tiny_compares_every_side_and_checks_logits():
         has_bf16 = bool({"avx512_bf16", "amx_bf16"} & set(f.read().split()))
     assert len(bf16_rows) == (5 if has_bf16 else 0)
     assert all(0 < r["max_logit_diff"] < 0.1 for r in bf16_rows)
+    # the matmul floor: each variant at the fixed shapes only, with no logits to check
+    floor = [r for r in rows if r["side"].startswith("TensorFlow dense matmuls alone")]
+    assert len(floor) == 3 * (4 if has_bf16 else 2), floor
+    assert {r["case"] for r in floor} == {"1x16", "1x128", "32x128"}
+    assert all("max_logit_diff" not in r for r in floor)
     assert p.stdout.count("uptime before:") == 1 and p.stdout.count("uptime after:") == 1
     assert "CPU: " in p.stdout and "threads per side" in p.stdout
     assert "logits match the SavedModel's" in p.stdout
