@@ -15,6 +15,18 @@ from experiments.chinese import report, tasks
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def test_discriminator_baseline_from_a_hand_made_confusion_matrix():
+    # 1,000 tokens, 130 replaced; 5 predicted replaced, 3 of them rightly
+    metrics = {"disc_accuracy": (1000 - 2 - 127) / 1000, "disc_precision": 3 / 5,
+               "disc_recall": 3 / 130}  # fmt: skip
+    got = report.discriminator_baseline(metrics)
+    assert got["replaced_share"] == pytest.approx(0.13)
+    # -(0.13 ln 0.13 + 0.87 ln 0.87) = 0.13 * 2.04022 + 0.87 * 0.139262
+    assert got["constant_guess_loss"] == pytest.approx(0.265229 + 0.121158, abs=1e-5)
+    assert report.discriminator_baseline({**metrics, "disc_recall": 0.0}) is None
+    assert report.discriminator_baseline({"masked_lm_accuracy": 0.2}) is None  # masked LM
+
+
 def test_per_sentence_span_counts_from_bio_predictions_against_bioes_gold(tmp_path):
     task_dir = tmp_path / "finetuning_data" / tasks.TAGGING
     task_dir.mkdir(parents=True)

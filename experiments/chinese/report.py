@@ -35,6 +35,21 @@ PAIRS = [("electra", "random_init"), ("electra", "electra_embeddings"), ("electr
 CLAIMS = [(tasks.TAGGING, n, pair) for n in ("300", "1000") for pair in PAIRS[:2]]
 
 
+def discriminator_baseline(metrics: Dict[str, float]) -> Dict[str, float] | None:
+    """The share of replaced tokens in a pretraining eval and the loss of the best constant
+    guess (that share's binary entropy, nats), from the eval's discriminator accuracy A,
+    precision P and recall R (one token set): with replaced share p, true positives R * p and
+    predicted positives R * p / P, so 1 - A = p * (1 + R / P - 2 R). A discriminator loss near
+    the constant guess's has learned little beyond the share. None when R = 0 (p is then not
+    determined by the three)."""
+    if "disc_accuracy" not in metrics or not metrics.get("disc_recall"):
+        return None
+    a, p_, r = metrics["disc_accuracy"], metrics["disc_precision"], metrics["disc_recall"]
+    share = (1.0 - a) / (1.0 + r / p_ - 2.0 * r)
+    entropy = -(share * np.log(share) + (1.0 - share) * np.log(1.0 - share))
+    return {"replaced_share": float(share), "constant_guess_loss": float(entropy)}
+
+
 def per_example(task: str, data_dir: str, predictions: str) -> str:
     """A fine-tuning's per-example result from its dev predictions file."""
     if task == tasks.SENTIMENT:
@@ -183,6 +198,13 @@ def markdown(summary, selection, pretraining) -> str:
         lines.append(f"- {name}: {p['objective']}, whole-word masking {p['whole_word_masking']}, "
                      f"{p['steps']} steps, {p['train_flops_real']:.3g} real FLOPs"
                      + (f", {secs / 60:.1f} min" if secs else "") + f" on {p.get('cpu')}")  # fmt: skip
+        evals = p.get("eval_on_training_data") or {}
+        base = discriminator_baseline(evals)
+        if base:
+            lines.append(f"  - discriminator loss {evals['disc_loss']:.3f} against "
+                         f"{base['constant_guess_loss']:.3f} for a constant guess "
+                         f"({100 * base['replaced_share']:.1f}% of tokens replaced); "
+                         f"AUC {evals['disc_auc']:.3f}")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
