@@ -6,7 +6,7 @@ checkpoint layout, in the Hugging Face layout, or as a keras-hub preset.
         [--head=discriminator|generator|encoder] \\
         [--format=saved_model|original_checkpoint|huggingface|keras_hub|onnx|litert] \\
         [--model_config=CONFIG.json] [--vocab_file=vocab.txt] [--max_seq_length=128] \\
-        [--serving_precision=float32|bfloat16]
+        [--serving_precision=float32|bfloat16|auto]
 
 The model config defaults to the `config.json` (or `bert_config.json`) beside the checkpoint and
 the vocab to the `vocab.txt` beside it. `--checkpoint` may be a Hugging Face directory
@@ -103,9 +103,10 @@ flags.DEFINE_enum(
 flags.DEFINE_enum(
     "serving_precision",
     "float32",
-    ["float32", "bfloat16"],
+    ["float32", "bfloat16", "auto"],
     "--format=saved_model: the encoder's dense matmuls; bfloat16 is about twice as fast on a CPU "
-    "with bfloat16 instructions (AVX512_BF16, AMX) and moves the outputs by bfloat16 rounding "
+    "with bfloat16 instructions (AVX512_BF16, AMX) and moves the outputs by bfloat16 rounding; "
+    "auto measures both on this CPU and keeps the faster, recorded in export_config.json "
     "(docs/SERVING.md).",
 )
 flags.DEFINE_bool(
@@ -234,7 +235,7 @@ def main() -> None:
         check_vocab_found(vocab_file, prefix, run_dir)
         loaded = load_model.load_networks(prefix, FLAGS.model_config, FLAGS.head)
         print(loaded.report.summary(), flush=True)
-        export.export_saved_model(
+        module = export.export_saved_model(
             loaded,
             FLAGS.head,
             FLAGS.export_dir,
@@ -244,7 +245,7 @@ def main() -> None:
             FLAGS.serving_precision,
         )
         print(
-            f"wrote the {FLAGS.head} SavedModel ({FLAGS.serving_precision} matmuls) to "
+            f"wrote the {FLAGS.head} SavedModel ({module.inference.precision} matmuls) to "
             f"{FLAGS.export_dir}"
         )
     else:

@@ -14,6 +14,7 @@ from test_checkpoints import SPECIAL, V, original_names, write_run
 from electra_tf import export
 from electra_tf.checkpoint import load_model
 from electra_tf.errors import UserError
+from electra_tf.export.inference import cpu_has_bfloat16, pick_precision
 from electra_tf.export.pretrained import IdsServingModule
 from electra_tf.packing import truncate_pair
 from electra_tf.tokenization import FullTokenizer, GraphTokenizer
@@ -259,3 +260,42 @@ def test_bfloat16_serving_runs_the_dense_matmuls_in_bfloat16(run, tmp_path):
     assert config["serving"]["precision"] == "bfloat16"
     with pytest.raises(UserError, match="serving precision 'float16'"):
         IdsServingModule(nets.discriminator, None, precision="float16")
+
+
+def test_auto_precision_rule_by_hand():
+    # MIN_GAIN = 0.03: bfloat16 must take <= 97% of float32's batch time and <= 103% of its
+    # single-request time
+    f32 = {"single": 10.0, "batch": 100.0}
+    assert pick_precision({"float32": f32})[0] == "float32"  # no bfloat16 instructions
+    assert pick_precision({"float32": f32, "bfloat16": {"single": 10.3, "batch": 97.0}})[0] == (
+        "bfloat16"
+    )
+    assert pick_precision({"float32": f32, "bfloat16": {"single": 10.0, "batch": 97.1}})[0] == (
+        "float32"
+    )  # not faster enough on the batch
+    assert pick_precision({"float32": f32, "bfloat16": {"single": 10.4, "batch": 50.0}})[0] == (
+        "float32"
+    )  # a slower single request
+
+
+def test_auto_precision_export_measures_and_records(run, tmp_path):
+    run_dir, model, _ = run
+    loaded = load_model.load_networks(run_dir, None, "discriminator")
+    module = export.export_saved_model(
+        loaded, "discriminator", str(tmp_path / "sm"), None, 16, precision="auto"
+    )
+    serving = json.load(open(tmp_path / "sm" / "assets.extra" / "export_config.json"))["serving"]
+    chosen = module.inference.precision
+    assert serving["precision"] == chosen in ("float32", "bfloat16")
+    record = serving["precision_auto"]
+    measured = {"float32", "bfloat16"} if cpu_has_bfloat16() else {"float32"}
+    assert set(record["median_ms"]) == measured
+    for times in record["median_ms"].values():
+        assert set(times) == {"single (1 x 16)", "batch (32 x 16)"}
+        assert all(t > 0 for t in times.values())
+    # the recorded times give the recorded choice
+    as_seconds = {
+        p: {k.split(" ")[0]: v for k, v in times.items()}
+        for p, times in record["median_ms"].items()
+    }
+    assert pick_precision(as_seconds)[0] == chosen

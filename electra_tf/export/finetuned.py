@@ -14,7 +14,12 @@ from electra_tf import run_dir, vocab
 from electra_tf.checkpoint import locate
 from electra_tf.errors import UserError
 from electra_tf.export.common import check_export_dir, check_vocab, write_extra
-from electra_tf.export.inference import InferenceEncoder, serving_choices, serving_variables
+from electra_tf.export.inference import (
+    InferenceEncoder,
+    resolve_precision,
+    serving_choices,
+    serving_variables,
+)
 from electra_tf.finetune.config import FinetuningConfig
 from electra_tf.finetune.features import dummy_batch, full_spec
 from electra_tf.finetune.model import FinetuningModel, build_model
@@ -172,12 +177,13 @@ def export_finetuned_saved_model(
     precision: str = "float32",
 ) -> FinetunedServingModule:
     """Writes the SavedModel of a fine-tuned model (see `export_model.py` for the signatures);
-    `precision`: the encoder's dense matmuls (`inference.PRECISIONS`)."""
+    `precision`: the encoder's dense matmuls (`inference.PRECISIONS`, or "auto": measured)."""
     check_export_dir(export_dir)
     n = int(max_seq_length or loaded.config.max_seq_length)
     limit = loaded.model_config.max_position_embeddings
     if n < 3 or n > limit:
         raise UserError(f"max_seq_length {n} is not in [3, max_position_embeddings {limit}]")
+    precision, measured = resolve_precision(precision, loaded.model.encoder, n)
     module = FinetunedServingModule(loaded, n, precision)
     names = finetuned_signature_names(module)
     signatures = {key: getattr(module, fn) for key, fn in names.items()}
@@ -191,7 +197,7 @@ def export_finetuned_saved_model(
         "max_seq_length": n,
         "do_lower_case": bool(loaded.config.do_lower_case),
         "serving": serving_choices(
-            "classification: computed on the batch's longest sequence", precision
+            "classification: computed on the batch's longest sequence", precision, measured
         ),
     }
     write_extra(export_dir, info, loaded.model_config)

@@ -20,9 +20,12 @@ matmuls on bfloat16 copies of their kernels, with float32 inputs cast down and f
 (bias, residual, LayerNorm, softmax, the attention matmuls and the heads stay float32): on a CPU
 with bfloat16 instructions (AVX512_BF16, AMX) these matmuls run about twice as fast; elsewhere
 bfloat16 is emulated and slower. Outputs move by bfloat16 rounding (docs/SERVING.md has the
-figures), so float32 stays the default.
+figures), so float32 stays the default. `precision="auto"` measures both on the exporting CPU
+(`choose_precision`) and records the times in export_config.json.
 """
 
+import statistics
+import time
 from typing import Optional
 
 import numpy as np
@@ -33,9 +36,13 @@ from electra_tf.modeling.encoder import TransformerEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf.modeling.layers import get_activation, layer_norm
 from electra_tf.train import devices
+from electra_tf.train.step_path import MIN_GAIN
 
 MASK_VALUE = -10000.0  # as TransformerLayer
 PRECISIONS = ("float32", "bfloat16")
+AUTO = "auto"
+# the shapes `choose_precision` times (batch; the length is the export's max_seq_length), and calls
+MEASURED_BATCHES = {"single": (1, 10), "batch": (32, 3)}
 
 
 def _var(weight) -> tf.Variable:
@@ -188,6 +195,62 @@ TEXT_PADDING = (
 )
 
 
+def pick_precision(times: dict) -> tuple[str, str]:
+    """(precision, why) from measured seconds per call, {precision: {"single": s, "batch": s}}:
+    bfloat16 where it is at least MIN_GAIN faster on the batch and at most MIN_GAIN slower on a
+    single request (its outputs move by bfloat16 rounding, so a tie keeps float32)."""
+    if "bfloat16" not in times:
+        return "float32", "this CPU has no bfloat16 instructions (avx512_bf16, AMX): not measured"
+    f32, bf16 = times["float32"], times["bfloat16"]
+    faster = bf16["batch"] <= (1 - MIN_GAIN) * f32["batch"]
+    no_slower = bf16["single"] <= (1 + MIN_GAIN) * f32["single"]
+    if faster and no_slower:
+        return "bfloat16", "measured: bfloat16 faster on the batch, no slower on a single request"
+    return "float32", "measured: bfloat16 not faster on the batch without a slower single request"
+
+
+def choose_precision(encoder: TransformerEncoder, length: int) -> tuple[str, dict]:
+    """The encoder's serving precision on this CPU (`pick_precision` on the median seconds per
+    call of `InferenceEncoder` at batch 1 and 32 x `length`, random ids, the calls alternating
+    between the precisions) and what export_config.json records of it."""
+    times: dict = {}
+    candidates = PRECISIONS if cpu_has_bfloat16() else ("float32",)
+    spec = [tf.TensorSpec([None, None], tf.int32)] * 3
+    runs = {p: tf.function(InferenceEncoder(encoder, p), input_signature=spec) for p in candidates}
+    rng = np.random.default_rng(0)
+    for shape, (batch, calls) in MEASURED_BATCHES.items():
+        ids = tf.constant(rng.integers(0, encoder.config.vocab_size, (batch, length)), tf.int32)
+        args = (ids, tf.ones_like(ids), tf.zeros_like(ids))
+        seconds: dict = {p: [] for p in runs}
+        for p, run in runs.items():  # trace and warm up
+            run(*args).numpy()
+        for _ in range(calls):
+            for p, run in runs.items():
+                start = time.perf_counter()
+                run(*args).numpy()
+                seconds[p].append(time.perf_counter() - start)
+        for p in runs:
+            times.setdefault(p, {})[shape] = statistics.median(seconds[p])
+    chosen, why = pick_precision(times)
+    ms = {p: {f"{shape} ({MEASURED_BATCHES[shape][0]} x {length})": 1000 * t
+              for shape, t in by_shape.items()} for p, by_shape in times.items()}  # fmt: skip
+    return chosen, {"chosen_by": why, "median_ms": ms, "cpu": devices.cpu_info()[0]}
+
+
+def resolve_precision(
+    precision: str, encoder: TransformerEncoder, length: int
+) -> tuple[str, Optional[dict]]:
+    """(the precision to export, the measurement record or None): "auto" measures."""
+    if precision != AUTO:
+        return precision, None
+    chosen, record = choose_precision(encoder, length)
+    times = "; ".join(f"{p} " + ", ".join(f"{k} {v:.2f}" for k, v in t.items())
+                      for p, t in record["median_ms"].items())  # fmt: skip
+    print(f"serving precision auto: {chosen} ({record['chosen_by']}; median ms: {times})",
+          flush=True)  # fmt: skip
+    return chosen, record
+
+
 PRECISION_NOTES = {
     "float32": "the default: outputs equal the Keras model's (< 1e-5)",
     "bfloat16": "the encoder's dense matmuls in bfloat16 (--serving_precision=bfloat16): about "
@@ -195,8 +258,13 @@ PRECISION_NOTES = {
 }
 
 
-def serving_choices(text_padding: Optional[str] = TEXT_PADDING, precision: str = "float32") -> dict:
-    """What export_config.json records about the serving graph."""
+def serving_choices(
+    text_padding: Optional[str] = TEXT_PADDING,
+    precision: str = "float32",
+    measured: Optional[dict] = None,
+) -> dict:
+    """What export_config.json records about the serving graph (`measured`: `choose_precision`'s
+    record where the precision was "auto")."""
     choices = {
         "encoder": "inference graph: fused query/key/value, 2-D MatMul+BiasAdd, mask bias once",
         "jit_compile": False,
@@ -204,6 +272,7 @@ def serving_choices(text_padding: Optional[str] = TEXT_PADDING, precision: str =
         "1 x 16, none at 32 x 128 (docs/SERVING.md)",
         "precision": precision,
         "precision_reason": PRECISION_NOTES[precision],
+        **({"precision_auto": measured} if measured else {}),
         "cpu_bfloat16": cpu_has_bfloat16(),
         "outputs": "the head's and sequence_output; no generator in a discriminator export",
     }

@@ -27,6 +27,7 @@ from electra_tf.export.inference import (
     InferenceEncoder,
     head_outputs,
     pad_positions,
+    resolve_precision,
     serving_choices,
     serving_variables,
 )
@@ -148,7 +149,8 @@ def export_saved_model(
 ) -> ServingModule:
     """Writes the SavedModel for `head` (discriminator | generator | encoder); `max_seq_length`
     None: 128, or max_position_embeddings where that is smaller. `vocab_file` None: the ids
-    signature only. `precision`: the encoder's dense matmuls (`inference.PRECISIONS`)."""
+    signature only. `precision`: the encoder's dense matmuls (`inference.PRECISIONS`, or "auto":
+    the faster on this CPU, measured, `inference.choose_precision`)."""
     check_export_dir(export_dir)
     encoder, head_layer = network_and_head(loaded, head)
     if max_seq_length is None:
@@ -158,10 +160,15 @@ def export_saved_model(
             f"max_seq_length {max_seq_length} is not in [3, max_position_embeddings "
             f"{encoder.config.max_position_embeddings}]"
         )
+    precision, measured = resolve_precision(precision, encoder, max_seq_length)
     if vocab_file is None:
         module = IdsServingModule(encoder, head_layer, precision)
         tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve})
-        info = {"head": head, "text_signatures": False, "serving": serving_choices(None, precision)}
+        info = {
+            "head": head,
+            "text_signatures": False,
+            "serving": serving_choices(None, precision, measured),
+        }
         write_extra(export_dir, info, encoder.config)
         return module
     special = check_vocab(vocab_file, loaded.config.model_config)
@@ -179,7 +186,7 @@ def export_saved_model(
         "head": head,
         "max_seq_length": max_seq_length,
         "do_lower_case": lower,
-        "serving": serving_choices(precision=precision),
+        "serving": serving_choices(precision=precision, measured=measured),
     }
     write_extra(export_dir, info, encoder.config)
     return module
