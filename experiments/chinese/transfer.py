@@ -141,33 +141,47 @@ def final_checkpoint(name: str) -> str:
 
 
 def pretrain(name: str) -> None:
+    """Pretrains `name` for its budget (resuming a stopped run), evaluates it on the training
+    data (the recipe's do_eval, as run_pretraining.py does) and writes its summary."""
     from electra_tf.pretraining_config import PretrainingConfig
     from electra_tf.train import Trainer
 
     plan = dict(pretraining_steps(name))  # a copy: the cached plan stays as it is
     summary = os.path.join(FLAGS.out_dir, "pretraining", f"{name}.json")
+    model_dir = data_layout.model_dir(FLAGS.data_dir, name)
+    config = PretrainingConfig.from_flat(
+        name, FLAGS.data_dir, pretraining_hparams(name, plan["steps"])
+    )
+    evals = os.path.join(model_dir, "eval_results.json")
+    trainer = None
     if os.path.exists(final_checkpoint(name) + ".index"):
         progress(f"{name}: pretrained ({final_checkpoint(name)})")
     else:
+        resumed = os.path.exists(os.path.join(model_dir, "checkpoint"))
         progress(f"pretraining {name}: {plan['steps']} steps, {plan['train_flops_real']:.4g} "
-                 "real FLOPs")  # fmt: skip
-        hparams = pretraining_hparams(name, plan["steps"])
+                 f"real FLOPs{' (resuming)' if resumed else ''}")  # fmt: skip
         t = time.time()
-        Trainer(PretrainingConfig.from_flat(name, FLAGS.data_dir, hparams)).train()
-        plan["train_seconds"] = round(time.time() - t, 1)
+        trainer = Trainer(config)
+        trainer.train()
+        if not resumed:  # a resumed run's time is not the run's
+            plan["train_seconds"] = round(time.time() - t, 1)
+    if config.general.do_eval and not os.path.exists(evals):
+        progress(f"{name}: evaluating on the training data")
+        (trainer or Trainer(config)).evaluate()
     digest = checkpoint_sha256(final_checkpoint(name))
-    if os.path.exists(summary) and read_json(summary).get("checkpoint_sha256") != digest:
+    kept = read_json(summary) if os.path.exists(summary) else None
+    if kept and kept.get("checkpoint_sha256") != digest:
         # the records of this run's fine-tunings were made from the encoder the summary names:
         # an encoder pretrained again (another machine, another CPU's rounding) is another one
         raise UserError(
             f"{final_checkpoint(name)} (sha256 {digest[:12]}) is not the encoder of {summary} "
-            f"(sha256 {str(read_json(summary).get('checkpoint_sha256'))[:12]}): its kept "
+            f"(sha256 {str(kept.get('checkpoint_sha256'))[:12]}): its kept "
             "fine-tuning records are not this encoder's; move them and the summary aside to "
             "start its records anew"
         )
-    if not os.path.exists(summary):
-        model_dir = data_layout.model_dir(FLAGS.data_dir, name)
-        evals = os.path.join(model_dir, "eval_results.json")
+    if kept is None or (kept.get("eval_on_training_data") is None and os.path.exists(evals)):
+        if kept and "train_seconds" in kept:
+            plan["train_seconds"] = kept["train_seconds"]
         dataset = read_json(os.path.join(data_layout.tfrecord_dir(FLAGS.data_dir),
                                          data_layout.DATASET_INFO_FILE))  # fmt: skip
         write_json(summary, {"run": name, **PRETRAINING[name], **plan,
