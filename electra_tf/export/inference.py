@@ -200,7 +200,10 @@ def pick_precision(times: dict) -> tuple[str, str]:
     bfloat16 where it is at least MIN_GAIN faster on the batch and at most MIN_GAIN slower on a
     single request (its outputs move by bfloat16 rounding, so a tie keeps float32)."""
     if "bfloat16" not in times:
-        return "float32", "this CPU has no bfloat16 instructions (avx512_bf16, AMX): not measured"
+        return (
+            "float32",
+            "this CPU has no bfloat16 instructions (avx512_bf16, AMX): bfloat16 not measured",
+        )
     f32, bf16 = times["float32"], times["bfloat16"]
     faster = bf16["batch"] <= (1 - MIN_GAIN) * f32["batch"]
     no_slower = bf16["single"] <= (1 + MIN_GAIN) * f32["single"]

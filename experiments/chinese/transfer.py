@@ -153,9 +153,10 @@ def pretrain(name: str) -> None:
         name, FLAGS.data_dir, pretraining_hparams(name, plan["steps"])
     )
     evals = os.path.join(model_dir, "eval_results.json")
+    final = final_checkpoint(name)
     trainer = None
-    if os.path.exists(final_checkpoint(name) + ".index"):
-        progress(f"{name}: pretrained ({final_checkpoint(name)})")
+    if os.path.exists(final + ".index"):
+        progress(f"{name}: pretrained ({final})")
     else:
         resumed = os.path.exists(os.path.join(model_dir, "checkpoint"))
         progress(f"pretraining {name}: {plan['steps']} steps, {plan['train_flops_real']:.4g} "
@@ -168,13 +169,13 @@ def pretrain(name: str) -> None:
     if config.general.do_eval and not os.path.exists(evals):
         progress(f"{name}: evaluating on the training data")
         (trainer or Trainer(config)).evaluate()
-    digest = checkpoint_sha256(final_checkpoint(name))
+    digest = checkpoint_sha256(final)
     kept = read_json(summary) if os.path.exists(summary) else None
     if kept and kept.get("checkpoint_sha256") != digest:
         # the records of this run's fine-tunings were made from the encoder the summary names:
         # an encoder pretrained again (another machine, another CPU's rounding) is another one
         raise UserError(
-            f"{final_checkpoint(name)} (sha256 {digest[:12]}) is not the encoder of {summary} "
+            f"{final} (sha256 {digest[:12]}) is not the encoder of {summary} "
             f"(sha256 {str(kept.get('checkpoint_sha256'))[:12]}): its kept "
             "fine-tuning records are not this encoder's; move them and the summary aside to "
             "start its records anew"
